@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what groupscope needs, idempotently: a Python venv from the pinned pyproject.toml and the
+# JVM jars (Delta, Spark's Kafka source, the Kafka brokers for lab/) from Maven Central. A second run
+# with nothing changed does no network I/O: stamps record what was installed from which inputs.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+python_bin="${GROUPSCOPE_PYTHON:-python3.11}"
+command -v "$python_bin" >/dev/null || python_bin=python3
+venv="$root/.venv"
+
+stamp_of() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+want="$(stamp_of pyproject.toml)"
+if [[ ! -x "$venv/bin/python" || "$(cat "$venv/.groupscope-stamp" 2>/dev/null)" != "$want" ]]; then
+  echo "bootstrap: installing Python packages into .venv (pyspark builds from source the first time: a few minutes)" >&2
+  "$python_bin" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -e ".[dev,lab]"
+  echo "$want" > "$venv/.groupscope-stamp"
+fi
+
+# Spark already ships Hadoop, Parquet, Jackson, logging, Scala and the codecs; loading a second copy
+# of those from Delta's POM only risks clashes.
+spark_excludes="org.apache.hadoop,org.apache.parquet,com.fasterxml.jackson.core,com.fasterxml.jackson.datatype,org.apache.logging.log4j,org.slf4j,org.scala-lang,org.xerial.snappy,com.github.luben,org.lz4,commons-logging,javax.annotation,com.google.code.findbugs"
+fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclude
+  local dir="jvm/$1" want
+  want="$(stamp_of "$dir/pom.xml")"
+  if [[ -d "$dir/jars" && "$(cat "$dir/jars/.stamp" 2>/dev/null)" == "$want" ]]; then return; fi
+  echo "bootstrap: fetching $1 jars from Maven Central (cached in ~/.m2)" >&2
+  rm -rf "$dir/jars"
+  mvn -q -B -f "$dir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$root/$dir/jars" ${2:+-DexcludeGroupIds="$2"}
+  echo "$want" > "$dir/jars/.stamp"
+}
+fetch_jars spark "$spark_excludes"
+if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
+  fetch_jars kafka-4
+  fetch_jars kafka-3.9
+fi
