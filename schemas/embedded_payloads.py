@@ -1,0 +1,71 @@
+"""Payloads embedded in classic `GroupMetadataValue.members[].subscription/assignment` bytes.
+
+The broker treats them as opaque; their layout depends on the group's protocol type and assignor.
+Sources: Kafka's `ConsumerProtocolSubscription.json` / `ConsumerProtocolAssignment.json`,
+`StickyAssignor.java`, `CooperativeStickyAssignor.java` and Connect's `ConnectProtocol.java` /
+`IncrementalCooperativeConnectProtocol.java` (reference: kafka-record-formats.md section 5).
+"""
+
+from __future__ import annotations
+
+from schemas.layouts import Field, Message
+
+F = Field
+
+TOPIC_PARTITION_LIST = (F("topic", "string"), F("partitions", "[]int32"))
+
+# Versions above 3 are read with the v3 layout and trailing bytes ignored, as ConsumerProtocol does.
+CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
+    "ConsumerProtocolSubscription", valid_versions="0-3", read_newer_as_latest=True,
+    fields=(
+        F("topics", "[]string"),
+        F("user_data", "bytes", nullable_versions="0+", default=None),
+        F("owned_partitions", "[]struct", versions="1+", fields=TOPIC_PARTITION_LIST),
+        F("generation_id", "int32", versions="2+", default=-1),
+        F("rack_id", "string", versions="3+", nullable_versions="3+", default=None),
+    ),
+)
+CONSUMER_PROTOCOL_ASSIGNMENT = Message(
+    "ConsumerProtocolAssignment", valid_versions="0-3", read_newer_as_latest=True,
+    fields=(
+        F("assigned_partitions", "[]struct", fields=TOPIC_PARTITION_LIST),
+        F("user_data", "bytes", nullable_versions="0+", default=None),
+    ),
+)
+
+# Assignor user data carries no version prefix: StickyAssignor tries V1, then falls back to V0.
+STICKY_USER_DATA_V1 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST), F("generation", "int32"))
+STICKY_USER_DATA_V0 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),)
+COOPERATIVE_STICKY_USER_DATA = (F("generation", "int32"),)
+USER_DATA_LAYOUTS: dict[str, tuple[tuple[Field, ...], ...]] = {
+    "sticky": (STICKY_USER_DATA_V1, STICKY_USER_DATA_V0),
+    "cooperative-sticky": (COOPERATIVE_STICKY_USER_DATA,),
+}
+
+CONNECTOR_TASKS = (F("connector", "string"), F("tasks", "[]int32"))
+# Connect protocols: default = v0 (eager), compatible = v1 (KIP-415), sessioned = v2 (KIP-507).
+# Trailing v1/v2 fields may be missing (TOLERATE_MISSING_FIELDS_WITH_DEFAULTS): they are declared
+# as versions "1+", and `missing_trailing_ok` lets the interpreter stop cleanly at the buffer's end.
+CONNECT_SUBSCRIPTION = Message(
+    "ConnectProtocolSubscription", valid_versions="0-2", read_newer_as_latest=True, missing_trailing_ok=True,
+    fields=(
+        F("url", "string"),
+        F("config_offset", "int64"),
+        F("allocation", "bytes", versions="1+", nullable_versions="1+", default=None),
+    ),
+)
+CONNECT_ASSIGNMENT = Message(
+    "ConnectProtocolAssignment", valid_versions="0-2", read_newer_as_latest=True, missing_trailing_ok=True,
+    fields=(
+        F("error", "int16"),
+        F("leader", "string"),
+        F("leader_url", "string"),
+        F("config_offset", "int64"),
+        F("assignment", "[]struct", fields=CONNECTOR_TASKS),
+        F("revoked", "[]struct", versions="1+", nullable_versions="1+", default=None, fields=CONNECTOR_TASKS),
+        F("scheduled_delay", "int32", versions="1+", default=0),
+    ),
+)
+
+PROTOCOL_TYPE_CONSUMER = "consumer"
+PROTOCOL_TYPE_CONNECT = "connect"
