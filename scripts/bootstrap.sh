@@ -25,7 +25,7 @@ fi
 spark_excludes="org.apache.hadoop,org.apache.parquet,com.fasterxml.jackson.core,com.fasterxml.jackson.datatype,org.apache.logging.log4j,org.slf4j,org.scala-lang,org.xerial.snappy,com.github.luben,org.lz4,commons-logging,javax.annotation,com.google.code.findbugs,at.yawk.lz4,io.airlift,commons-pool,org.locationtech.jts"
 fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclude
   local dir="jvm/$1" want
-  want="$(stamp_of "$dir/pom.xml")"
+  want="$(stamp_of "$dir/pom.xml")-$(echo "${2:-}" | sha256sum | cut -c1-8)"
   if [[ -d "$dir/jars" && "$(cat "$dir/jars/.stamp" 2>/dev/null)" == "$want" ]]; then return; fi
   echo "bootstrap: fetching $1 jars from Maven Central (cached in ~/.m2)" >&2
   rm -rf "$dir/jars"
