@@ -1,0 +1,93 @@
+"""Decode: bronze `raw_records` -> silver tables and `quarantine`, checking raw = decoded + quarantined.
+
+    spark-submit.sh decode [--conf conf/<env>.toml] [--cluster NAME]
+
+Each silver table's rows for the cluster are replaced atomically, so a re-run (or a run after a
+crash) leaves the same tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config, parse_config
+from jobs.ingest import RAW_RECORDS
+from jobs.runs import InvariantViolation, JobRun
+from jobs.session import build_session
+from jobs.tables import ensure_table, replace_cluster_rows
+from schemas import tables
+from transforms import silver
+
+TYPED_TABLES = ("offset_commits", "group_metadata", "consumer_group_records")
+SILVER_SCHEMAS = {
+    "offset_commits": tables.offset_commits_schema,
+    "group_metadata": tables.group_metadata_schema,
+    "group_members": tables.group_members_schema,
+    "member_assignments": tables.member_assignments_schema,
+    "consumer_group_records": tables.consumer_group_records_schema,
+    "quarantine": tables.quarantine_schema,
+}
+
+
+def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
+    raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(config.cluster))
+    decoded = silver.decode_raw_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        group_members = silver.explode_group_members(decoded)
+        outputs = {
+            "offset_commits": silver.filter_offset_commits(decoded),
+            "group_metadata": silver.filter_group_metadata(decoded),
+            "group_members": group_members,
+            "member_assignments": silver.explode_member_assignments(group_members),
+            "consumer_group_records": silver.filter_consumer_group_records(decoded),
+            "quarantine": silver.filter_quarantine(decoded, raw),
+        }
+        for name, rows in outputs.items():
+            table = config.table(name)
+            ensure_table(spark, table, SILVER_SCHEMAS[name], partition_by=("cluster",))
+            replace_cluster_rows(table, rows, config.cluster)
+            run.count_rows(spark, table, name)
+    finally:
+        decoded.unpersist()
+    check_nothing_lost(spark, config, run)
+
+
+def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None:
+    """raw = decoded + quarantined, counted from the tables as written, and no record in two places."""
+    raw_count = run.count_rows(spark, config.table(RAW_RECORDS), "raw_records")
+    decoded_count = sum(run.counts[name] for name in TYPED_TABLES)
+    run.counts["decoded"] = decoded_count
+    quarantined = run.counts["quarantine"]
+    distinct_ids = (
+        spark.table(config.table(TYPED_TABLES[0])).select("cluster", "record_id")
+        .unionByName(spark.table(config.table(TYPED_TABLES[1])).select("cluster", "record_id"))
+        .unionByName(spark.table(config.table(TYPED_TABLES[2])).select("cluster", "record_id"))
+        .unionByName(spark.table(config.table("quarantine")).select("cluster", "record_id"))
+        .where(F.col("cluster") == F.lit(config.cluster))
+        .distinct().count()
+    )
+    run.progress("check", f"raw {raw_count:,} = decoded {decoded_count:,} + quarantined {quarantined:,}")
+    if raw_count != decoded_count + quarantined or distinct_ids != raw_count:
+        raise InvariantViolation(
+            f"raw records {raw_count} != decoded {decoded_count} + quarantined {quarantined} "
+            f"(distinct record ids across silver tables: {distinct_ids})")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-decode")
+    try:
+        with JobRun(spark, config, "decode") as run:
+            decode(spark, config, run)
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""A better kafka-dump-log: one JSON object per `__consumer_offsets` data record. No Spark, no JVM.
+
+    python -m jobs.dump PATH...        (segment files or directories holding them)
+
+Every line has `partition` (from the `__consumer_offsets-N` directory name, else null), `offset`,
+`timestamp` (ms), `record_type`, `record_type_name`, `key` and either `value` (null for a tombstone)
+with `value_version`, or `error`. Transactional records carry `txn_state` (committed, aborted or
+pending). Field names are Kafka's schema names in snake_case; bytes are base64 and topic ids are
+Kafka's base64 Uuid form, as Kafka's own JSON tools print them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+
+from transforms.record_batches import LogRecord, read_paths
+
+from transforms.coordinator_codec import decode_record
+from transforms.decode_rows import to_jsonable
+
+
+def dump_line(record: LogRecord) -> dict:
+    line: dict = {"partition": record.partition, "offset": record.offset, "timestamp": record.timestamp_ms}
+    if record.error is not None:
+        line.update(record_type=None, record_type_name=None, key=None, error=record.error)
+        return line
+    decoded = decode_record(record.key, record.value)
+    line.update(record_type=decoded.record_type, record_type_name=decoded.record_type_name,
+                key=decoded.key)
+    if decoded.error is not None:
+        line["error"] = decoded.error
+    else:
+        line["value"] = to_jsonable(decoded.value)
+        if decoded.value is not None:
+            line["value_version"] = decoded.value_version
+    if record.is_transactional:
+        line["txn_state"] = record.txn_state
+    return line
+
+
+def dump_lines(paths: Sequence[str]) -> Iterator[dict]:
+    for record in read_paths(paths):
+        yield dump_line(record)
+
+
+def write_lines(lines: Iterable[dict], out) -> int:
+    errors = 0
+    for line in lines:
+        errors += "error" in line
+        out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+        out.write("\n")
+    return errors
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = argparse.ArgumentParser(prog="python -m jobs.dump", description=__doc__,
+                                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    arguments.add_argument("paths", nargs="+", help="segment files (*.log) or directories")
+    arguments.add_argument("--fail-on-error", action="store_true",
+                           help="exit 1 if any record could not be read or decoded")
+    args = arguments.parse_args(argv)
+    try:
+        errors = write_lines(dump_lines(args.paths), sys.stdout)
+    except BrokenPipeError:  # `| head` is a normal way to use a dump
+        return 0
+    except FileNotFoundError as error:
+        print(f"jobs.dump: {error}", file=sys.stderr)
+        return 2
+    if errors:
+        print(f"jobs.dump: {errors} record(s) could not be read or decoded (see their 'error')", file=sys.stderr)
+    return 1 if errors and args.fail_on_error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Ingest: segment files and landed raw records -> bronze `raw_records` (new rows only).
+
+    spark-submit.sh ingest [--conf conf/<env>.toml] [--segments PATH...] [--raw-table PATH...]
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from jobs.config import Config, parse_config
+from jobs.runs import JobRun
+from jobs.session import build_session
+from jobs.tables import ensure_table, merge_new_rows
+from schemas.tables import raw_records_schema
+from transforms.bronze import raw_records_from_landed, read_segment_partitions
+
+RAW_RECORDS = "raw_records"
+
+
+def segment_files_by_partition(paths: Sequence[str]) -> list[list[str]]:
+    """Groups *.log files by their directory: one list per partition, in base-offset order."""
+    by_directory: dict[Path, list[str]] = {}
+    for path in map(Path, paths):
+        if not path.exists():
+            raise FileNotFoundError(f"input path does not exist: {path}")
+        files = [path] if path.is_file() else sorted(path.rglob("*.log"))
+        for file in files:
+            by_directory.setdefault(file.parent, []).append(str(file))
+    return [sorted(files) for _, files in sorted(by_directory.items())]
+
+
+def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
+    frames = []
+    partitions = segment_files_by_partition(config.segment_paths)
+    if partitions:
+        files = spark.createDataFrame([(files,) for files in partitions], "files array<string>")
+        files = files.repartition(min(len(partitions), spark.sparkContext.defaultParallelism * 4))
+        frames.append(read_segment_partitions(files, config.cluster, run_id))
+    for path in config.raw_table_paths:
+        is_json = config.raw_table_format == "json"
+        landed = spark.read.format(config.raw_table_format).load(path)
+        frames.append(raw_records_from_landed(landed, config.cluster, run_id, path, is_base64=is_json))
+    if not frames:
+        return None
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame)
+    return combined
+
+
+def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
+    """Returns the number of raw records now held for the cluster."""
+    table = config.table(RAW_RECORDS)
+    ensure_table(spark, table, raw_records_schema, partition_by=("cluster",))
+    rows = read_inputs(spark, config, run.run_id)
+    run.inputs = [*config.segment_paths, *config.raw_table_paths]
+    if rows is not None:
+        # Two copies of one record (a backup and the live log) are one record.
+        merge_new_rows(spark, table, rows.dropDuplicates(["cluster", "record_id"]), ["cluster", "record_id"])
+    return run.count_rows(spark, table, "raw_records")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-ingest")
+    try:
+        with JobRun(spark, config, "ingest") as run:
+            ingest(spark, config, run)
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

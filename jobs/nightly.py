@@ -1,0 +1,56 @@
+"""Nightly: ingest what is new, decode it, and print what the tables now hold.
+
+    spark-submit.sh nightly [--conf conf/<env>.toml] [--run-date YYYY-MM-DD]
+
+With no arguments it runs on the embedded default (conf/local.toml): the lab capture shipped in
+samples/, a local warehouse and an embedded metastore.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config, parse_config
+from jobs.decode import SILVER_SCHEMAS, decode
+from jobs.ingest import ingest
+from jobs.runs import JobRun
+from jobs.session import build_session
+
+
+def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
+    offsets = spark.table(config.table("offset_commits")).where(F.col("cluster") == F.lit(config.cluster))
+    groups = offsets.select("group_id").distinct().count()
+    lines = [
+        f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
+        f"warehouse {config.warehouse_dir}",
+        f"  raw_records            {counts.get('raw_records', 0):>10,}",
+        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in SILVER_SCHEMAS),
+        f"  groups with commits    {groups:>10,}",
+        f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
+        f" + quarantined {counts.get('quarantine', 0):,}",
+        f"  query: spark-sql.sh -e 'SELECT * FROM {config.database}.offset_commits LIMIT 10'",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-nightly")
+    try:
+        with JobRun(spark, config, "nightly") as run:
+            run.progress("ingest")
+            ingest(spark, config, run)
+            run.progress("decode")
+            decode(spark, config, run)
+            print(summary(spark, config, run.counts), flush=True)
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

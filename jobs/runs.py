@@ -1,0 +1,72 @@
+"""One job run: its id, its counts, its console progress, and its row in `ops.job_runs`.
+
+The row is appended when the run ends, whether it succeeded or failed, so a scheduler and a person
+can both see what each run did. Exit codes: 0 succeeded, 1 failed (the message says why).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback as tracebacks
+import uuid
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from jobs.config import Config
+from jobs.tables import cluster_row_count, ensure_table
+from schemas.tables import job_runs_schema
+
+JOB_RUNS = "job_runs"
+EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
+
+
+class InvariantViolation(RuntimeError):
+    """A check that guards against losing records failed; the run must not report success."""
+
+
+class JobRun:
+    def __init__(self, spark: SparkSession, config: Config, job: str) -> None:
+        self.spark, self.config, self.job = spark, config, job
+        self.run_id = f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self.inputs: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.exit_code = EXIT_FAILED
+        self._started = time.monotonic()
+        self._started_at = datetime.now(UTC)
+
+    def progress(self, stage: str, detail: str = "") -> None:
+        elapsed = time.monotonic() - self._started
+        print(f"[{self.job} {elapsed:7.1f}s] {stage}{': ' + detail if detail else ''}", file=sys.stderr, flush=True)
+
+    def count_rows(self, spark: SparkSession, table: str, label: str) -> int:
+        count = cluster_row_count(spark, table, self.config.cluster)
+        self.counts[label] = count
+        self.progress(label, f"{count:,} rows for cluster {self.config.cluster!r}")
+        return count
+
+    def __enter__(self) -> JobRun:
+        self.progress("started", f"run {self.run_id}")
+        return self
+
+    def __exit__(self, error_type, error, traceback) -> bool:
+        outcome = "succeeded" if error is None else "failed"
+        self.exit_code = EXIT_SUCCEEDED if error is None else EXIT_FAILED
+        message = None if error is None else f"{error_type.__name__}: {error}"
+        if error is not None and not isinstance(error, InvariantViolation):
+            tracebacks.print_exception(error_type, error, traceback, file=sys.stderr)
+        self._record(outcome, message)
+        self.progress(outcome, message or json.dumps(self.counts))
+        # A failure is reported through the exit code and the job_runs row, not a traceback.
+        return error is not None and isinstance(error, Exception)
+
+    def _record(self, outcome: str, message: str | None) -> None:
+        table = self.config.table(JOB_RUNS)
+        ensure_table(self.spark, table, job_runs_schema)
+        counts = self.counts
+        row = (self.run_id, self.job, self.config.cluster, self._started_at, datetime.now(UTC), outcome,
+               self.inputs, counts.get("raw_records"), counts.get("decoded"), counts.get("quarantine"),
+               json.dumps(counts, sort_keys=True), message)
+        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(table)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs a groupscope job with spark-submit: ./spark-submit.sh [--master URL] JOB [job args]
+#   JOB is a module in jobs/ (nightly, ingest, decode, ...); job args are listed by JOB --help.
+#   --master defaults to $GROUPSCOPE_MASTER, else local[2]. Any Spark master works (spark://, yarn,
+#   k8s://): the code travels to executors as a zip (--py-files) and the jars with --jars.
+# The first run installs what is missing (scripts/bootstrap.sh); later runs need no network.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+master="${GROUPSCOPE_MASTER:-local[2]}"
+if [[ "${1:-}" == "--master" ]]; then master="$2"; shift 2; fi
+job="${1:?usage: spark-submit.sh [--master URL] JOB [args]  (JOB: $(cd "$root/jobs" && ls *.py | grep -vE '^(__init__|config|session|tables|runs)\.py$' | sed 's/\.py$//' | paste -sd' '))}"
+shift
+[[ -f "$root/jobs/$job.py" ]] || { echo "spark-submit.sh: no job named '$job' in jobs/" >&2; exit 2; }
+
+GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+
+mkdir -p "$root/build"
+code_zip="$root/build/groupscope-code.zip"
+(cd "$root" && rm -f "$code_zip" && "$root/.venv/bin/python" -m zipfile -c "$code_zip" jobs transforms schemas >/dev/null)
+jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
+
+cd "$root"
+export GROUPSCOPE_SUBMITTED=1 PYSPARK_PYTHON="$root/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$root/.venv/bin/python"
+exec "$root/.venv/bin/spark-submit" \
+  --master "$master" \
+  --properties-file "$root/conf/spark-defaults.conf" \
+  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse" \
+  --jars "$jars" \
+  --py-files "$code_zip" \
+  "$root/jobs/$job.py" "$@"

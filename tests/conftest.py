@@ -1,0 +1,38 @@
+"""Shared fixtures: one SparkSession for the whole run, built by the jobs' own factory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Real __consumer_offsets data from public repositories, copied from shared/fixtures/public (see MANIFEST.tsv).
+PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark_config(warehouse):
+    from jobs.config import load_config
+
+    return load_config(overrides={
+        "storage": {"warehouse_dir": str(warehouse)},
+        "catalog": {"database": "groupscope_test"},
+        "spark": {"conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+                           "spark.default.parallelism": "2"}},
+        "input": {"cluster": "test", "segment_paths": []},
+    })
+
+
+@pytest.fixture(scope="session")
+def spark(spark_config):
+    from jobs.session import build_session
+
+    session = build_session(spark_config, "groupscope-tests")
+    yield session
+    session.stop()

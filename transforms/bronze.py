@@ -1,0 +1,131 @@
+"""From captured bytes to bronze `raw_records` rows: segment files, or landed raw records.
+
+Segment files are read one `__consumer_offsets` partition per task, so transaction markers are
+applied across that partition's segments in log order. Landed records are expected in the shape
+Spark's Kafka source produces (partition, offset, timestamp, key, value); in JSON lines the key and
+value are base64 text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import LongType, StructField, StructType
+
+from schemas.tables import raw_records_schema
+from transforms.record_batches import LogRecord, read_partition
+
+SOURCE_KIND_SEGMENT = "segment"
+SOURCE_KIND_RAW_TABLE = "raw_table"
+
+_raw_rows_schema = StructType([
+    StructField("record_at_ms", LongType()) if field.name == "record_at" else field
+    for field in raw_records_schema.fields
+])
+
+
+def record_id(cluster: str, partition: int | None, offset: int | None, source_file: str | None,
+              position: int | None) -> str:
+    """The natural key of a raw record; bytes that never framed as a record are keyed by file position."""
+    if partition is not None and offset is not None:
+        return f"{cluster}/{partition}/{offset}"
+    return f"{cluster}/{source_file}@{position}"
+
+
+def raw_row(record: LogRecord, cluster: str, capture_run_id: str) -> dict:
+    is_unreadable = record.error is not None and record.raw is not None
+    return {
+        "cluster": cluster,
+        "record_id": record_id(cluster, None if is_unreadable else record.partition,
+                               None if is_unreadable else record.offset, record.source_file,
+                               record.batch_position),
+        "source_partition": record.partition,
+        "source_offset": record.offset,
+        "record_at_ms": record.timestamp_ms,
+        "timestamp_type": record.timestamp_type,
+        "key": record.key,
+        "value": record.raw if is_unreadable else record.value,
+        "producer_id": record.producer_id,
+        "producer_epoch": record.producer_epoch,
+        "is_transactional": record.is_transactional,
+        "txn_state": record.txn_state,
+        "batch_base_offset": record.batch_base_offset,
+        "batch_position": record.batch_position,
+        "source_kind": SOURCE_KIND_SEGMENT,
+        "source_file": record.source_file,
+        "read_error": record.error,
+        "capture_run_id": capture_run_id,
+    }
+
+
+def _with_record_at(rows: DataFrame) -> DataFrame:
+    return rows.select(*[
+        F.timestamp_millis("record_at_ms").alias("record_at") if field.name == "record_at" else F.col(field.name)
+        for field in raw_records_schema.fields
+    ])
+
+
+def read_segment_partitions(partition_files: DataFrame, cluster: str, capture_run_id: str,
+                            batch_size: int = 20_000) -> DataFrame:
+    """(files: array<string>) per row, one partition's segments -> raw_records rows."""
+    arrow_schema = to_arrow_schema(_raw_rows_schema)
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for files in batch.column("files").to_pylist():
+                rows = []
+                for record in read_partition(files):
+                    rows.append(raw_row(record, cluster, capture_run_id))
+                    if len(rows) >= batch_size:
+                        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+                        rows = []
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+    return _with_record_at(partition_files.select("files").mapInArrow(read, _raw_rows_schema))
+
+
+def _binary(column: str, is_base64: bool) -> Column:
+    return F.unbase64(F.col(column)) if is_base64 else F.col(column).cast("binary")
+
+
+def raw_records_from_landed(landed: DataFrame, cluster: str, capture_run_id: str, source: str,
+                            is_base64: bool) -> DataFrame:
+    """Landed records (Kafka-source shape) -> raw_records rows.
+
+    Spark's Kafka source with read_committed never returns aborted records or markers, so landed
+    records are already resolved: their txn_state is unknown (null) unless the input carries one.
+    """
+    names = set(landed.columns)
+
+    def optional(name: str, data_type: str) -> Column:
+        return F.col(name).cast(data_type) if name in names else F.lit(None).cast(data_type)
+
+    timestamp = F.col("timestamp")
+    record_at = (timestamp if dict(landed.dtypes)["timestamp"] == "timestamp"
+                 else F.timestamp_millis(timestamp.cast("long")))
+    return landed.select(
+        F.lit(cluster).alias("cluster"),
+        F.concat_ws("/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string"))
+        .alias("record_id"),
+        F.col("partition").cast("int").alias("source_partition"),
+        F.col("offset").cast("long").alias("source_offset"),
+        record_at.alias("record_at"),
+        optional("timestampType", "string").alias("timestamp_type"),
+        _binary("key", is_base64).alias("key"),
+        _binary("value", is_base64).alias("value"),
+        optional("producer_id", "long").alias("producer_id"),
+        optional("producer_epoch", "int").alias("producer_epoch"),
+        optional("is_transactional", "boolean").alias("is_transactional"),
+        optional("txn_state", "string").alias("txn_state"),
+        F.lit(None).cast("long").alias("batch_base_offset"),
+        F.lit(None).cast("long").alias("batch_position"),
+        F.lit(SOURCE_KIND_RAW_TABLE).alias("source_kind"),
+        F.lit(source).alias("source_file"),
+        F.lit(None).cast("string").alias("read_error"),
+        F.lit(capture_run_id).alias("capture_run_id"),
+    )

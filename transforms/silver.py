@@ -1,0 +1,149 @@
+"""DataFrame transforms from bronze `raw_records` to the silver tables.
+
+`decode_raw_records` is the one Python function over rows (the binary decoder, run over Arrow
+batches); every other step is Spark built-ins. Each record lands in exactly one silver table or in
+`quarantine`, chosen by the decoded row's `destination`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from schemas import tables
+from transforms.decode_rows import (
+    DESTINATION_CONSUMER_GROUP_RECORD,
+    DESTINATION_GROUP_METADATA,
+    DESTINATION_OFFSET_COMMIT,
+    DESTINATION_QUARANTINE,
+    decode_raw_row,
+)
+
+_RAW_INPUT_COLUMNS = ("cluster", "record_id", "source_partition", "source_offset", "record_at_ms", "key",
+                      "value", "txn_state", "producer_id", "read_error")
+
+
+def _f(name, data_type):
+    return StructField(name, data_type, True)
+
+
+_MEMBER = StructType([
+    _f(field.name, field.dataType) for field in tables.group_members_schema.fields
+    if field.name not in {"cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
+                          "generation", "protocol_type", "protocol"}
+])
+_TIMESTAMP_COLUMNS = {"committed_at", "expires_at", "state_changed_at", "assignment_at"}
+
+
+def _decoded_columns() -> list[StructField]:
+    """The decoder's row: origin, routing, and the union of every silver table's own columns.
+
+    Timestamps travel as epoch milliseconds (`<name>_ms`) and become TIMESTAMPs in Spark.
+    """
+    columns = {
+        "cluster": StringType(), "record_id": StringType(), "source_partition": IntegerType(),
+        "source_offset": LongType(), "record_at": LongType(), "destination": StringType(),
+        "stage": StringType(), "reason": StringType(), "key": BinaryType(), "value": BinaryType(),
+        "record_type_name": StringType(), "members": ArrayType(_MEMBER),
+    }
+    for schema in (tables.offset_commits_schema, tables.group_metadata_schema,
+                   tables.consumer_group_records_schema):
+        for field in schema.fields:
+            if field.name in _TIMESTAMP_COLUMNS:
+                columns.setdefault(f"{field.name}_ms", LongType())
+            elif field.name != "record_at":
+                columns.setdefault(field.name, field.dataType)
+    return [_f(name, data_type) for name, data_type in columns.items()]
+
+
+decoded_schema = StructType(_decoded_columns())
+
+
+def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    arrow_schema = to_arrow_schema(decoded_schema)
+    for batch in batches:
+        rows = []
+        for raw in batch.to_pylist():
+            raw["record_at"] = raw.pop("record_at_ms")
+            rows.append(decode_raw_row(raw))
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+
+def decode_raw_records(raw_records: DataFrame) -> DataFrame:
+    """raw_records -> one decoded row per raw row (see `decoded_schema`)."""
+    raw_input = raw_records.select(
+        *[F.col(name) for name in _RAW_INPUT_COLUMNS if name != "record_at_ms"],
+        F.unix_millis("record_at").alias("record_at_ms"),
+    )
+    return raw_input.mapInArrow(_decode_batches, decoded_schema)
+
+
+def _ms_to_timestamp(name: str) -> Column:
+    return F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
+
+
+def _select_as(decoded: DataFrame, schema: StructType) -> DataFrame:
+    columns = [
+        _ms_to_timestamp(field.name) if field.name in _TIMESTAMP_COLUMNS
+        else F.timestamp_millis("record_at").alias("record_at") if field.name == "record_at"
+        else F.col(field.name).cast(field.dataType).alias(field.name)
+        for field in schema.fields
+    ]
+    return decoded.select(*columns)
+
+
+def _routed_to(destination: str) -> Column:
+    return F.col("destination") == F.lit(destination)
+
+
+def filter_offset_commits(decoded: DataFrame) -> DataFrame:
+    return _select_as(decoded.where(_routed_to(DESTINATION_OFFSET_COMMIT)), tables.offset_commits_schema)
+
+
+def filter_group_metadata(decoded: DataFrame) -> DataFrame:
+    return _select_as(decoded.where(_routed_to(DESTINATION_GROUP_METADATA)), tables.group_metadata_schema)
+
+
+def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
+    return _select_as(decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)),
+                      tables.consumer_group_records_schema)
+
+
+def filter_quarantine(decoded: DataFrame, raw_records: DataFrame) -> DataFrame:
+    provenance = raw_records.select("record_id", "source_file", "capture_run_id")
+    quarantined = decoded.where(_routed_to(DESTINATION_QUARANTINE)).join(provenance, on="record_id", how="left")
+    return _select_as(quarantined, tables.quarantine_schema)
+
+
+def explode_group_members(decoded: DataFrame) -> DataFrame:
+    members = (
+        decoded.where(_routed_to(DESTINATION_GROUP_METADATA) & ~F.col("is_tombstone"))
+        .select("cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
+                "generation", "protocol_type", "protocol", F.explode("members").alias("member"))
+        .select("*", "member.*")
+        .drop("member")
+    )
+    return _select_as(members, tables.group_members_schema)
+
+
+def explode_member_assignments(group_members: DataFrame) -> DataFrame:
+    return (
+        group_members
+        .select("cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
+                "generation", "member_id", F.explode("assigned_partitions").alias("assigned"))
+        .select("*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition"))
+        .select(*[field.name for field in tables.member_assignments_schema.fields])
+    )
