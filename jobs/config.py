@@ -40,8 +40,11 @@ class Config:
 def _merge(base: dict, override: Mapping) -> dict:
     merged = dict(base)
     for key, value in override.items():
-        merged[key] = _merge(merged[key], value) if isinstance(value, Mapping) and isinstance(
-            merged.get(key), Mapping) else value
+        merged[key] = (
+            _merge(merged[key], value)
+            if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
+            else value
+        )
     return merged
 
 
@@ -52,8 +55,9 @@ def _resolve(path: str) -> str:
     return str(REPO_ROOT / path)
 
 
-def load_config(env_file: Path | None = None, overrides: Mapping | None = None,
-                run_date: date | None = None) -> Config:
+def load_config(
+    env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None
+) -> Config:
     files = [DEFAULTS_FILE, env_file or DEFAULT_ENV_FILE]
     merged: dict = {}
     for path in files:
@@ -78,8 +82,12 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None,
 
 def parser(description: str) -> argparse.ArgumentParser:
     arguments = argparse.ArgumentParser(description=description)
-    arguments.add_argument("--conf", type=Path, default=None,
-                           help="environment file merged over conf/defaults.toml (default: conf/local.toml)")
+    arguments.add_argument(
+        "--conf",
+        type=Path,
+        default=None,
+        help="environment file merged over conf/defaults.toml (default: conf/local.toml)",
+    )
     arguments.add_argument("--warehouse", help="override storage.warehouse_dir")
     arguments.add_argument("--database", help="override catalog.database")
     arguments.add_argument("--cluster", help="override input.cluster")

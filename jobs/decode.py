@@ -64,18 +64,21 @@ def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None
     run.counts["decoded"] = decoded_count
     quarantined = run.counts["quarantine"]
     distinct_ids = (
-        spark.table(config.table(TYPED_TABLES[0])).select("cluster", "record_id")
+        spark.table(config.table(TYPED_TABLES[0]))
+        .select("cluster", "record_id")
         .unionByName(spark.table(config.table(TYPED_TABLES[1])).select("cluster", "record_id"))
         .unionByName(spark.table(config.table(TYPED_TABLES[2])).select("cluster", "record_id"))
         .unionByName(spark.table(config.table("quarantine")).select("cluster", "record_id"))
         .where(F.col("cluster") == F.lit(config.cluster))
-        .distinct().count()
+        .distinct()
+        .count()
     )
     run.progress("check", f"raw {raw_count:,} = decoded {decoded_count:,} + quarantined {quarantined:,}")
     if raw_count != decoded_count + quarantined or distinct_ids != raw_count:
         raise InvariantViolation(
             f"raw records {raw_count} != decoded {decoded_count} + quarantined {quarantined} "
-            f"(distinct record ids across silver tables: {distinct_ids})")
+            f"(distinct record ids across silver tables: {distinct_ids})"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,8 +28,7 @@ def dump_line(record: LogRecord) -> dict:
         line.update(record_type=None, record_type_name=None, key=None, error=record.error)
         return line
     decoded = decode_record(record.key, record.value)
-    line.update(record_type=decoded.record_type, record_type_name=decoded.record_type_name,
-                key=decoded.key)
+    line.update(record_type=decoded.record_type, record_type_name=decoded.record_type_name, key=decoded.key)
     if decoded.error is not None:
         line["error"] = decoded.error
     else:
@@ -56,11 +55,13 @@ def write_lines(lines: Iterable[dict], out) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = argparse.ArgumentParser(prog="python -m jobs.dump", description=__doc__,
-                                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    arguments = argparse.ArgumentParser(
+        prog="python -m jobs.dump", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     arguments.add_argument("paths", nargs="+", help="segment files (*.log) or directories")
-    arguments.add_argument("--fail-on-error", action="store_true",
-                           help="exit 1 if any record could not be read or decoded")
+    arguments.add_argument(
+        "--fail-on-error", action="store_true", help="exit 1 if any record could not be read or decoded"
+    )
     args = arguments.parse_args(argv)
     try:
         errors = write_lines(dump_lines(args.paths), sys.stdout)
@@ -70,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jobs.dump: {error}", file=sys.stderr)
         return 2
     if errors:
-        print(f"jobs.dump: {errors} record(s) could not be read or decoded (see their 'error')", file=sys.stderr)
+        print(
+            f"jobs.dump: {errors} record(s) could not be read or decoded (see their 'error')", file=sys.stderr
+        )
     return 1 if errors and args.fail_on_error else 0
 
 

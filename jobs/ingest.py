@@ -1,6 +1,6 @@
 """Ingest: segment files and landed raw records -> bronze `raw_records` (new rows only).
 
-    spark-submit.sh ingest [--conf conf/<env>.toml] [--segments PATH...] [--raw-table PATH...]
+spark-submit.sh ingest [--conf conf/<env>.toml] [--segments PATH...] [--raw-table PATH...]
 """
 
 from __future__ import annotations

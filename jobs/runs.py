@@ -39,7 +39,11 @@ class JobRun:
 
     def progress(self, stage: str, detail: str = "") -> None:
         elapsed = time.monotonic() - self._started
-        print(f"[{self.job} {elapsed:7.1f}s] {stage}{': ' + detail if detail else ''}", file=sys.stderr, flush=True)
+        print(
+            f"[{self.job} {elapsed:7.1f}s] {stage}{': ' + detail if detail else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def count_rows(self, spark: SparkSession, table: str, label: str) -> int:
         count = cluster_row_count(spark, table, self.config.cluster)
@@ -66,7 +70,20 @@ class JobRun:
         table = self.config.table(JOB_RUNS)
         ensure_table(self.spark, table, job_runs_schema)
         counts = self.counts
-        row = (self.run_id, self.job, self.config.cluster, self._started_at, datetime.now(UTC), outcome,
-               self.inputs, counts.get("raw_records"), counts.get("decoded"), counts.get("quarantine"),
-               json.dumps(counts, sort_keys=True), message)
-        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(table)
+        row = (
+            self.run_id,
+            self.job,
+            self.config.cluster,
+            self._started_at,
+            datetime.now(UTC),
+            outcome,
+            self.inputs,
+            counts.get("raw_records"),
+            counts.get("decoded"),
+            counts.get("quarantine"),
+            json.dumps(counts, sort_keys=True),
+            message,
+        )
+        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(
+            table
+        )

@@ -8,6 +8,7 @@ jars scripts/bootstrap.sh fetched.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -54,6 +55,8 @@ def build_session(config: Config, app_name: str) -> SparkSession:
     if os.environ.get("GROUPSCOPE_SUBMITTED") != "1":
         settings["spark.master"] = config.master
         settings["spark.jars"] = ",".join(spark_jars())
+        # Python workers must run this interpreter (the venv), not whatever python3 is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.enableHiveSupport().getOrCreate()

@@ -10,7 +10,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 
-def ensure_table(spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()) -> None:
+def ensure_table(
+    spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()
+) -> None:
     builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
@@ -20,10 +22,13 @@ def ensure_table(spark: SparkSession, name: str, schema: StructType, partition_b
 def merge_new_rows(spark: SparkSession, name: str, rows: DataFrame, key_columns: Sequence[str]) -> None:
     """Inserts rows whose key is not in the table yet: re-running a capture adds nothing twice."""
     condition = " AND ".join(f"target.`{column}` = source.`{column}`" for column in key_columns)
-    (DeltaTable.forName(spark, name).alias("target")
-     .merge(rows.alias("source"), condition)
-     .whenNotMatchedInsertAll()
-     .execute())
+    (
+        DeltaTable.forName(spark, name)
+        .alias("target")
+        .merge(rows.alias("source"), condition)
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
 
 
 def sql_string_literal(value: str) -> str:
@@ -32,9 +37,12 @@ def sql_string_literal(value: str) -> str:
 
 def replace_cluster_rows(name: str, rows: DataFrame, cluster: str) -> None:
     """Atomically replaces one cluster's rows: a re-run or a run after a crash gives the same table."""
-    (rows.write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"cluster = {sql_string_literal(cluster)}")
-     .saveAsTable(name))
+    (
+        rows.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", f"cluster = {sql_string_literal(cluster)}")
+        .saveAsTable(name)
+    )
 
 
 def cluster_row_count(spark: SparkSession, name: str, cluster: str) -> int:

@@ -16,20 +16,31 @@ GROUP_ID = F("group_id", "string")
 MEMBER_ID = F("member_id", "string")
 TOPIC_PARTITIONS = (F("topic_id", "uuid"), F("partitions", "[]int32"))
 # KIP-1251 (4.3+): per-partition assignment epochs, a tagged nullable array.
-ASSIGNMENT_EPOCHS = F("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+",
-                      default=None)
+ASSIGNMENT_EPOCHS = F(
+    "assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+", default=None
+)
 TOPIC_PARTITIONS_WITH_EPOCHS = (*TOPIC_PARTITIONS, ASSIGNMENT_EPOCHS)
 ASSIGNMENT_TIMESTAMP = F("assignment_timestamp", "int64", tag=0, tagged_versions="0+", default=0)
 KEY_VALUE = (F("key", "string"), F("value", "string"))
 TASK_IDS = (F("subtopology_id", "string"), F("partitions", "[]int32"))
 TASK_IDS_WITH_EPOCHS = (*TASK_IDS, ASSIGNMENT_EPOCHS)
-TOPIC_INFO = (F("name", "string"), F("partitions", "int32"), F("replication_factor", "int16"),
-              F("topic_configs", "[]struct", fields=KEY_VALUE))
+TOPIC_INFO = (
+    F("name", "string"),
+    F("partitions", "int32"),
+    F("replication_factor", "int16"),
+    F("topic_configs", "[]struct", fields=KEY_VALUE),
+)
 PARTITION_METADATA_TOPICS = (
-    F("topics", "[]struct", fields=(
-        F("topic_id", "uuid"), F("topic_name", "string"), F("num_partitions", "int32"),
-        F("partition_metadata", "[]struct", fields=(F("partition", "int32"), F("racks", "[]string"))),
-    )),
+    F(
+        "topics",
+        "[]struct",
+        fields=(
+            F("topic_id", "uuid"),
+            F("topic_name", "string"),
+            F("num_partitions", "int32"),
+            F("partition_metadata", "[]struct", fields=(F("partition", "int32"), F("racks", "[]string"))),
+        ),
+    ),
 )
 
 
@@ -39,7 +50,9 @@ def flexible_v0(name: str, *fields: Field) -> Message:
 
 OFFSET_COMMIT_KEY = (F("group", "string"), F("topic", "string"), F("partition", "int32"))
 OFFSET_COMMIT_VALUE = Message(
-    "OffsetCommitValue", valid_versions="0-4", flexible_versions="4+",
+    "OffsetCommitValue",
+    valid_versions="0-4",
+    flexible_versions="4+",
     fields=(
         F("offset", "int64"),
         F("leader_epoch", "int32", versions="3+", default=-1),
@@ -50,23 +63,29 @@ OFFSET_COMMIT_VALUE = Message(
     ),
 )
 GROUP_METADATA_VALUE = Message(
-    "GroupMetadataValue", valid_versions="0-4", flexible_versions="4+",
+    "GroupMetadataValue",
+    valid_versions="0-4",
+    flexible_versions="4+",
     fields=(
         F("protocol_type", "string"),
         F("generation", "int32"),
         F("protocol", "string", nullable_versions="0+"),
         F("leader", "string", nullable_versions="0+"),
         F("current_state_timestamp", "int64", versions="2+", default=-1),
-        F("members", "[]struct", fields=(
-            F("member_id", "string"),
-            F("group_instance_id", "string", versions="3+", nullable_versions="3+", default=None),
-            F("client_id", "string"),
-            F("client_host", "string"),
-            F("rebalance_timeout", "int32", versions="1+", default=-1),
-            F("session_timeout", "int32"),
-            F("subscription", "bytes"),
-            F("assignment", "bytes"),
-        )),
+        F(
+            "members",
+            "[]struct",
+            fields=(
+                F("member_id", "string"),
+                F("group_instance_id", "string", versions="3+", nullable_versions="3+", default=None),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("rebalance_timeout", "int32", versions="1+", default=-1),
+                F("session_timeout", "int32"),
+                F("subscription", "bytes"),
+                F("assignment", "bytes"),
+            ),
+        ),
     ),
 )
 
@@ -80,11 +99,18 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = flexible_v0(
     F("subscribed_topic_regex", "string", nullable_versions="0+"),
     F("rebalance_timeout_ms", "int32", default=-1),
     F("server_assignor", "string", nullable_versions="0+"),
-    F("classic_member_metadata", "struct", nullable_versions="0+", tag=0, tagged_versions="0+", default=None,
-      fields=(
-          F("session_timeout_ms", "int32"),
-          F("supported_protocols", "[]struct", fields=(F("name", "string"), F("metadata", "bytes"))),
-      )),
+    F(
+        "classic_member_metadata",
+        "struct",
+        nullable_versions="0+",
+        tag=0,
+        tagged_versions="0+",
+        default=None,
+        fields=(
+            F("session_timeout_ms", "int32"),
+            F("supported_protocols", "[]struct", fields=(F("name", "string"), F("metadata", "bytes"))),
+        ),
+    ),
 )
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = flexible_v0(
     "ConsumerGroupCurrentMemberAssignmentValue",
@@ -99,108 +125,299 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = flexible_v0(
     F("member_epoch", "int32"),
     F("previous_member_epoch", "int32"),
     F("state", "int8"),
-    *(F(name, "[]struct", fields=TASK_IDS_WITH_EPOCHS) for name in (
-        "active_tasks", "standby_tasks", "warmup_tasks", "active_tasks_pending_revocation",
-        "standby_tasks_pending_revocation", "warmup_tasks_pending_revocation")),
+    *(
+        F(name, "[]struct", fields=TASK_IDS_WITH_EPOCHS)
+        for name in (
+            "active_tasks",
+            "standby_tasks",
+            "warmup_tasks",
+            "active_tasks_pending_revocation",
+            "standby_tasks_pending_revocation",
+            "warmup_tasks_pending_revocation",
+        )
+    ),
 )
 STREAMS_GROUP_TOPOLOGY_VALUE = flexible_v0(
     "StreamsGroupTopologyValue",
     F("epoch", "int32"),
-    F("subtopologies", "[]struct", fields=(
-        F("subtopology_id", "string"),
-        F("source_topics", "[]string"),
-        F("source_topic_regex", "[]string"),
-        F("state_changelog_topics", "[]struct", fields=TOPIC_INFO),
-        F("repartition_sink_topics", "[]string"),
-        F("repartition_source_topics", "[]struct", fields=TOPIC_INFO),
-        F("copartition_groups", "[]struct", fields=(
-            F("source_topics", "[]int16"), F("source_topic_regex", "[]int16"),
-            F("repartition_source_topics", "[]int16"),
-        )),
-    )),
+    F(
+        "subtopologies",
+        "[]struct",
+        fields=(
+            F("subtopology_id", "string"),
+            F("source_topics", "[]string"),
+            F("source_topic_regex", "[]string"),
+            F("state_changelog_topics", "[]struct", fields=TOPIC_INFO),
+            F("repartition_sink_topics", "[]string"),
+            F("repartition_source_topics", "[]struct", fields=TOPIC_INFO),
+            F(
+                "copartition_groups",
+                "[]struct",
+                fields=(
+                    F("source_topics", "[]int16"),
+                    F("source_topic_regex", "[]int16"),
+                    F("repartition_source_topics", "[]int16"),
+                ),
+            ),
+        ),
+    ),
 )
 
 _GROUP = (GROUP_ID,)
 _MEMBER = (GROUP_ID, MEMBER_ID)
 
-RECORD_TYPES: dict[int, RecordType] = {rt.type_id: rt for rt in (
-    RecordType(0, "legacy_offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    RecordType(1, "offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    RecordType(2, "group_metadata", (F("group", "string"),), GROUP_METADATA_VALUE),
-    RecordType(3, "consumer_group_metadata", _GROUP, flexible_v0(
-        "ConsumerGroupMetadataValue", F("epoch", "int32"),
-        F("metadata_hash", "int64", tag=0, tagged_versions="0+", default=0))),
-    RecordType(4, "consumer_group_partition_metadata", _GROUP, flexible_v0(
-        "ConsumerGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS)),
-    RecordType(5, "consumer_group_member_metadata", _MEMBER, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-    RecordType(6, "consumer_group_target_assignment_metadata", _GROUP, flexible_v0(
-        "ConsumerGroupTargetAssignmentMetadataValue", F("assignment_epoch", "int32"), ASSIGNMENT_TIMESTAMP)),
-    RecordType(7, "consumer_group_target_assignment_member", _MEMBER, flexible_v0(
-        "ConsumerGroupTargetAssignmentMemberValue", F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS))),
-    RecordType(8, "consumer_group_current_member_assignment", _MEMBER,
-               CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    RecordType(9, "share_group_partition_metadata", _GROUP, flexible_v0(
-        "ShareGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS)),
-    RecordType(10, "share_group_member_metadata", _MEMBER, flexible_v0(
-        "ShareGroupMemberMetadataValue", F("rack_id", "string", nullable_versions="0+"), F("client_id", "string"),
-        F("client_host", "string"), F("subscribed_topic_names", "[]string"))),
-    RecordType(11, "share_group_metadata", _GROUP, None, value_variants=(
-        flexible_v0("ShareGroupMetadataValue", F("epoch", "int32"), F("metadata_hash", "int64")),
-        flexible_v0("ShareGroupMetadataValue (4.0)", F("epoch", "int32")),
-    )),
-    RecordType(12, "share_group_target_assignment_metadata", _GROUP, flexible_v0(
-        "ShareGroupTargetAssignmentMetadataValue", F("assignment_epoch", "int32"), ASSIGNMENT_TIMESTAMP)),
-    RecordType(13, "share_group_target_assignment_member", _MEMBER, flexible_v0(
-        "ShareGroupTargetAssignmentMemberValue", F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS))),
-    RecordType(14, "share_group_current_member_assignment", _MEMBER, flexible_v0(
-        "ShareGroupCurrentMemberAssignmentValue", F("member_epoch", "int32"), F("previous_member_epoch", "int32"),
-        F("state", "int8"), F("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS))),
-    RecordType(15, "share_group_state_partition_metadata", _GROUP, None, value_variants=(
-        flexible_v0(
-            "ShareGroupStatePartitionMetadataValue",
-            F("initializing_topics", "[]struct", fields=(
-                F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32"))),
-            F("initialized_topics", "[]struct", fields=(
-                F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32"))),
-            F("deleting_topics", "[]struct", fields=(F("topic_id", "uuid"), F("topic_name", "string")))),
-        flexible_v0(
-            "ShareGroupStatePartitionMetadataValue (4.0)",
-            F("initialized_topics", "[]struct", fields=(
-                F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32"))),
-            F("deleting_topics", "[]struct", fields=(F("topic_id", "uuid"), F("topic_name", "string")))),
-    )),
-    RecordType(16, "consumer_group_regular_expression", (GROUP_ID, F("regular_expression", "string")), flexible_v0(
-        "ConsumerGroupRegularExpressionValue", F("topics", "[]string"), F("version", "int64"),
-        F("timestamp", "int64"))),
-    RecordType(17, "streams_group_metadata", _GROUP, flexible_v0(
-        "StreamsGroupMetadataValue", F("epoch", "int32"), F("metadata_hash", "int64"),
-        F("validated_topology_epoch", "int32", tag=0, tagged_versions="0+", default=-1),
-        F("last_assignment_configs", "[]struct", nullable_versions="0+", tag=1, tagged_versions="0+",
-          default=None, fields=KEY_VALUE),
-        F("stored_description_topology_epoch", "int32", tag=2, tagged_versions="0+", default=-1),
-        F("failed_description_topology_epoch", "int32", tag=3, tagged_versions="0+", default=-1))),
-    RecordType(18, "streams_group_partition_metadata", _GROUP, flexible_v0(
-        "StreamsGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS)),
-    RecordType(19, "streams_group_member_metadata", _MEMBER, flexible_v0(
-        "StreamsGroupMemberMetadataValue",
-        F("instance_id", "string", nullable_versions="0+"), F("rack_id", "string", nullable_versions="0+"),
-        F("client_id", "string"), F("client_host", "string"), F("rebalance_timeout_ms", "int32", default=-1),
-        F("topology_epoch", "int32"), F("process_id", "string"),
-        F("user_endpoint", "struct", nullable_versions="0+", fields=(F("host", "string"), F("port", "uint16"))),
-        F("client_tags", "[]struct", fields=KEY_VALUE))),
-    RecordType(20, "streams_group_target_assignment_metadata", _GROUP, flexible_v0(
-        "StreamsGroupTargetAssignmentMetadataValue", F("assignment_epoch", "int32"), ASSIGNMENT_TIMESTAMP)),
-    RecordType(21, "streams_group_target_assignment_member", _MEMBER, flexible_v0(
-        "StreamsGroupTargetAssignmentMemberValue",
-        *(F(name, "[]struct", fields=TASK_IDS) for name in ("active_tasks", "standby_tasks", "warmup_tasks")))),
-    RecordType(22, "streams_group_current_member_assignment", _MEMBER,
-               STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    RecordType(23, "streams_group_topology", _GROUP, STREAMS_GROUP_TOPOLOGY_VALUE),
-    RecordType(24, "streams_group_target_assignment_resolved_topic_ids", _GROUP, flexible_v0(
-        "StreamsGroupTargetAssignmentResolvedTopicIdsValue", F("assignment_epoch", "int32"),
-        F("resolved_topic_ids_by_subtopology", "[]struct", fields=(
-            F("subtopology_id", "string"), F("topic_ids", "[]uuid"))))),
-)}
+RECORD_TYPES: dict[int, RecordType] = {
+    rt.type_id: rt
+    for rt in (
+        RecordType(0, "legacy_offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+        RecordType(1, "offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+        RecordType(2, "group_metadata", (F("group", "string"),), GROUP_METADATA_VALUE),
+        RecordType(
+            3,
+            "consumer_group_metadata",
+            _GROUP,
+            flexible_v0(
+                "ConsumerGroupMetadataValue",
+                F("epoch", "int32"),
+                F("metadata_hash", "int64", tag=0, tagged_versions="0+", default=0),
+            ),
+        ),
+        RecordType(
+            4,
+            "consumer_group_partition_metadata",
+            _GROUP,
+            flexible_v0("ConsumerGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS),
+        ),
+        RecordType(5, "consumer_group_member_metadata", _MEMBER, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+        RecordType(
+            6,
+            "consumer_group_target_assignment_metadata",
+            _GROUP,
+            flexible_v0(
+                "ConsumerGroupTargetAssignmentMetadataValue",
+                F("assignment_epoch", "int32"),
+                ASSIGNMENT_TIMESTAMP,
+            ),
+        ),
+        RecordType(
+            7,
+            "consumer_group_target_assignment_member",
+            _MEMBER,
+            flexible_v0(
+                "ConsumerGroupTargetAssignmentMemberValue",
+                F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+            ),
+        ),
+        RecordType(
+            8,
+            "consumer_group_current_member_assignment",
+            _MEMBER,
+            CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+        ),
+        RecordType(
+            9,
+            "share_group_partition_metadata",
+            _GROUP,
+            flexible_v0("ShareGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS),
+        ),
+        RecordType(
+            10,
+            "share_group_member_metadata",
+            _MEMBER,
+            flexible_v0(
+                "ShareGroupMemberMetadataValue",
+                F("rack_id", "string", nullable_versions="0+"),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("subscribed_topic_names", "[]string"),
+            ),
+        ),
+        RecordType(
+            11,
+            "share_group_metadata",
+            _GROUP,
+            None,
+            value_variants=(
+                flexible_v0("ShareGroupMetadataValue", F("epoch", "int32"), F("metadata_hash", "int64")),
+                flexible_v0("ShareGroupMetadataValue (4.0)", F("epoch", "int32")),
+            ),
+        ),
+        RecordType(
+            12,
+            "share_group_target_assignment_metadata",
+            _GROUP,
+            flexible_v0(
+                "ShareGroupTargetAssignmentMetadataValue",
+                F("assignment_epoch", "int32"),
+                ASSIGNMENT_TIMESTAMP,
+            ),
+        ),
+        RecordType(
+            13,
+            "share_group_target_assignment_member",
+            _MEMBER,
+            flexible_v0(
+                "ShareGroupTargetAssignmentMemberValue",
+                F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+            ),
+        ),
+        RecordType(
+            14,
+            "share_group_current_member_assignment",
+            _MEMBER,
+            flexible_v0(
+                "ShareGroupCurrentMemberAssignmentValue",
+                F("member_epoch", "int32"),
+                F("previous_member_epoch", "int32"),
+                F("state", "int8"),
+                F("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+            ),
+        ),
+        RecordType(
+            15,
+            "share_group_state_partition_metadata",
+            _GROUP,
+            None,
+            value_variants=(
+                flexible_v0(
+                    "ShareGroupStatePartitionMetadataValue",
+                    F(
+                        "initializing_topics",
+                        "[]struct",
+                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                    ),
+                    F(
+                        "initialized_topics",
+                        "[]struct",
+                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                    ),
+                    F(
+                        "deleting_topics",
+                        "[]struct",
+                        fields=(F("topic_id", "uuid"), F("topic_name", "string")),
+                    ),
+                ),
+                flexible_v0(
+                    "ShareGroupStatePartitionMetadataValue (4.0)",
+                    F(
+                        "initialized_topics",
+                        "[]struct",
+                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                    ),
+                    F(
+                        "deleting_topics",
+                        "[]struct",
+                        fields=(F("topic_id", "uuid"), F("topic_name", "string")),
+                    ),
+                ),
+            ),
+        ),
+        RecordType(
+            16,
+            "consumer_group_regular_expression",
+            (GROUP_ID, F("regular_expression", "string")),
+            flexible_v0(
+                "ConsumerGroupRegularExpressionValue",
+                F("topics", "[]string"),
+                F("version", "int64"),
+                F("timestamp", "int64"),
+            ),
+        ),
+        RecordType(
+            17,
+            "streams_group_metadata",
+            _GROUP,
+            flexible_v0(
+                "StreamsGroupMetadataValue",
+                F("epoch", "int32"),
+                F("metadata_hash", "int64"),
+                F("validated_topology_epoch", "int32", tag=0, tagged_versions="0+", default=-1),
+                F(
+                    "last_assignment_configs",
+                    "[]struct",
+                    nullable_versions="0+",
+                    tag=1,
+                    tagged_versions="0+",
+                    default=None,
+                    fields=KEY_VALUE,
+                ),
+                F("stored_description_topology_epoch", "int32", tag=2, tagged_versions="0+", default=-1),
+                F("failed_description_topology_epoch", "int32", tag=3, tagged_versions="0+", default=-1),
+            ),
+        ),
+        RecordType(
+            18,
+            "streams_group_partition_metadata",
+            _GROUP,
+            flexible_v0("StreamsGroupPartitionMetadataValue", *PARTITION_METADATA_TOPICS),
+        ),
+        RecordType(
+            19,
+            "streams_group_member_metadata",
+            _MEMBER,
+            flexible_v0(
+                "StreamsGroupMemberMetadataValue",
+                F("instance_id", "string", nullable_versions="0+"),
+                F("rack_id", "string", nullable_versions="0+"),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("rebalance_timeout_ms", "int32", default=-1),
+                F("topology_epoch", "int32"),
+                F("process_id", "string"),
+                F(
+                    "user_endpoint",
+                    "struct",
+                    nullable_versions="0+",
+                    fields=(F("host", "string"), F("port", "uint16")),
+                ),
+                F("client_tags", "[]struct", fields=KEY_VALUE),
+            ),
+        ),
+        RecordType(
+            20,
+            "streams_group_target_assignment_metadata",
+            _GROUP,
+            flexible_v0(
+                "StreamsGroupTargetAssignmentMetadataValue",
+                F("assignment_epoch", "int32"),
+                ASSIGNMENT_TIMESTAMP,
+            ),
+        ),
+        RecordType(
+            21,
+            "streams_group_target_assignment_member",
+            _MEMBER,
+            flexible_v0(
+                "StreamsGroupTargetAssignmentMemberValue",
+                *(
+                    F(name, "[]struct", fields=TASK_IDS)
+                    for name in ("active_tasks", "standby_tasks", "warmup_tasks")
+                ),
+            ),
+        ),
+        RecordType(
+            22,
+            "streams_group_current_member_assignment",
+            _MEMBER,
+            STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+        ),
+        RecordType(23, "streams_group_topology", _GROUP, STREAMS_GROUP_TOPOLOGY_VALUE),
+        RecordType(
+            24,
+            "streams_group_target_assignment_resolved_topic_ids",
+            _GROUP,
+            flexible_v0(
+                "StreamsGroupTargetAssignmentResolvedTopicIdsValue",
+                F("assignment_epoch", "int32"),
+                F(
+                    "resolved_topic_ids_by_subtopology",
+                    "[]struct",
+                    fields=(F("subtopology_id", "string"), F("topic_ids", "[]uuid")),
+                ),
+            ),
+        ),
+    )
+}
 
 RECORD_TYPE_OFFSET_COMMIT_LEGACY = 0
 RECORD_TYPE_OFFSET_COMMIT = 1

@@ -16,7 +16,9 @@ TOPIC_PARTITION_LIST = (F("topic", "string"), F("partitions", "[]int32"))
 
 # Versions above 3 are read with the v3 layout and trailing bytes ignored, as ConsumerProtocol does.
 CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
-    "ConsumerProtocolSubscription", valid_versions="0-3", read_newer_as_latest=True,
+    "ConsumerProtocolSubscription",
+    valid_versions="0-3",
+    read_newer_as_latest=True,
     fields=(
         F("topics", "[]string"),
         F("user_data", "bytes", nullable_versions="0+", default=None),
@@ -26,7 +28,9 @@ CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
     ),
 )
 CONSUMER_PROTOCOL_ASSIGNMENT = Message(
-    "ConsumerProtocolAssignment", valid_versions="0-3", read_newer_as_latest=True,
+    "ConsumerProtocolAssignment",
+    valid_versions="0-3",
+    read_newer_as_latest=True,
     fields=(
         F("assigned_partitions", "[]struct", fields=TOPIC_PARTITION_LIST),
         F("user_data", "bytes", nullable_versions="0+", default=None),
@@ -34,7 +38,10 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
 )
 
 # Assignor user data carries no version prefix: StickyAssignor tries V1, then falls back to V0.
-STICKY_USER_DATA_V1 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST), F("generation", "int32"))
+STICKY_USER_DATA_V1 = (
+    F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),
+    F("generation", "int32"),
+)
 STICKY_USER_DATA_V0 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),)
 COOPERATIVE_STICKY_USER_DATA = (F("generation", "int32"),)
 USER_DATA_LAYOUTS: dict[str, tuple[tuple[Field, ...], ...]] = {
@@ -47,7 +54,10 @@ CONNECTOR_TASKS = (F("connector", "string"), F("tasks", "[]int32"))
 # Trailing v1/v2 fields may be missing (TOLERATE_MISSING_FIELDS_WITH_DEFAULTS): they are declared
 # as versions "1+", and `missing_trailing_ok` lets the interpreter stop cleanly at the buffer's end.
 CONNECT_SUBSCRIPTION = Message(
-    "ConnectProtocolSubscription", valid_versions="0-2", read_newer_as_latest=True, missing_trailing_ok=True,
+    "ConnectProtocolSubscription",
+    valid_versions="0-2",
+    read_newer_as_latest=True,
+    missing_trailing_ok=True,
     fields=(
         F("url", "string"),
         F("config_offset", "int64"),
@@ -55,7 +65,10 @@ CONNECT_SUBSCRIPTION = Message(
     ),
 )
 CONNECT_ASSIGNMENT = Message(
-    "ConnectProtocolAssignment", valid_versions="0-2", read_newer_as_latest=True, missing_trailing_ok=True,
+    "ConnectProtocolAssignment",
+    valid_versions="0-2",
+    read_newer_as_latest=True,
+    missing_trailing_ok=True,
     fields=(
         F("error", "int16"),
         F("leader", "string"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Real __consumer_offsets data from public repositories, copied from shared/fixtures/public (see MANIFEST.tsv).
+# Real __consumer_offsets data from public repositories (a copy of shared/fixtures/public; see MANIFEST.tsv).
 PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
 
 
@@ -20,13 +20,20 @@ def warehouse(tmp_path_factory) -> Path:
 def spark_config(warehouse):
     from jobs.config import load_config
 
-    return load_config(overrides={
-        "storage": {"warehouse_dir": str(warehouse)},
-        "catalog": {"database": "groupscope_test"},
-        "spark": {"conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-                           "spark.default.parallelism": "2"}},
-        "input": {"cluster": "test", "segment_paths": []},
-    })
+    return load_config(
+        overrides={
+            "storage": {"warehouse_dir": str(warehouse)},
+            "catalog": {"database": "groupscope_test"},
+            "spark": {
+                "conf": {
+                    "spark.sql.shuffle.partitions": "2",
+                    "spark.ui.enabled": "false",
+                    "spark.default.parallelism": "2",
+                }
+            },
+            "input": {"cluster": "test", "segment_paths": []},
+        }
+    )
 
 
 @pytest.fixture(scope="session")

@@ -29,8 +29,15 @@ def run_dump_log_segments(files: Sequence[Path], version: str = "4") -> str:
     jars = KAFKA_JARS[version]
     if not any(jars.glob("*.jar")):
         raise AssertionError(f"Kafka {version} jars missing in {jars}: run scripts/bootstrap.sh")
-    command = ["java", "-cp", f"{jars}/*", DUMP_LOG_SEGMENTS, "--offsets-decoder",
-               "--files", ",".join(str(file) for file in files)]
+    command = [
+        "java",
+        "-cp",
+        f"{jars}/*",
+        DUMP_LOG_SEGMENTS,
+        "--offsets-decoder",
+        "--files",
+        ",".join(str(file) for file in files),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
     return result.stdout
 
@@ -75,8 +82,7 @@ def parse_dump(text: str) -> dict[tuple[str, int], dict]:
 def without_extras(value: object) -> object:
     """Our decoded value in the shape Kafka prints: no groupscope extras, no payload version."""
     if isinstance(value, dict):
-        return {key: without_extras(item) for key, item in value.items()
-                if key not in GROUPSCOPE_EXTRAS}
+        return {key: without_extras(item) for key, item in value.items() if key not in GROUPSCOPE_EXTRAS}
     if isinstance(value, list):
         return [without_extras(item) for item in value]
     return value

@@ -15,15 +15,24 @@ from tests.conftest import PUBLIC_FIXTURES
 from transforms.coordinator_codec import decode_record
 
 FIXTURES = PUBLIC_FIXTURES / "kafkesc__konsumer_offsets" / "52fcd348" / "fixtures" / "tests"
-_TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+)|(?P<word>[A-Za-z_]\w*)|(?P<punct>[{}\[\]:,]))')
+_TOKEN = re.compile(
+    r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+)|(?P<word>[A-Za-z_]\w*)|(?P<punct>[{}\[\]:,]))'
+)
 
-NAMES = {"id": "member_id", "subscribed_topics": "topics", "owned_topic_partitions": "owned_partitions",
-         "assigned_topic_partitions": "assigned_partitions", "schema_version": "version"}
+NAMES = {
+    "id": "member_id",
+    "subscribed_topics": "topics",
+    "owned_topic_partitions": "owned_partitions",
+    "assigned_topic_partitions": "assigned_partitions",
+    "schema_version": "version",
+}
 NULL_AS_EMPTY = {"group_instance_id", "rack_id", "protocol", "leader"}
 
 
 def parse_debug(text: str) -> object:
-    tokens = [(kind, value) for match in _TOKEN.finditer(text) for kind, value in match.groupdict().items() if value]
+    tokens = [
+        (kind, value) for match in _TOKEN.finditer(text) for kind, value in match.groupdict().items() if value
+    ]
     position = 0
 
     def value() -> object:
@@ -90,15 +99,33 @@ def test_decodes_to_the_expected_value(key_file: Path):
     assert decoded.value_version == expected["version"]
     assert decoded.is_tombstone == expected["is_tombstone"]
     ours = as_konsumer_offsets_renders({**decoded.key, **decoded.value})
-    for field in ("group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp",
-                  "protocol_type", "generation", "protocol", "leader", "current_state_timestamp"):
+    for field in (
+        "group",
+        "topic",
+        "partition",
+        "offset",
+        "leader_epoch",
+        "metadata",
+        "commit_timestamp",
+        "protocol_type",
+        "generation",
+        "protocol",
+        "leader",
+        "current_state_timestamp",
+    ):
         if field in expected and field in ours:
             assert ours[field] == expected[field], field
     if "expire_timestamp" in expected:  # absent before v1; konsumer_offsets shows the default
         assert ours.get("expire_timestamp", -1) == expected["expire_timestamp"]
     for member, expected_member in zip(ours.get("members", []), expected.get("members", []), strict=True):
-        for field in ("member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout",
-                      "session_timeout"):
+        for field in (
+            "member_id",
+            "group_instance_id",
+            "client_id",
+            "client_host",
+            "rebalance_timeout",
+            "session_timeout",
+        ):
             assert member[field] == expected_member[field], field
         for payload in ("subscription", "assignment"):
             for field, expected_value in expected_member[payload].items():

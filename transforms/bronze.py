@@ -22,14 +22,17 @@ from transforms.record_batches import LogRecord, read_partition
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"
 
-_raw_rows_schema = StructType([
-    StructField("record_at_ms", LongType()) if field.name == "record_at" else field
-    for field in raw_records_schema.fields
-])
+_raw_rows_schema = StructType(
+    [
+        StructField("record_at_ms", LongType()) if field.name == "record_at" else field
+        for field in raw_records_schema.fields
+    ]
+)
 
 
-def record_id(cluster: str, partition: int | None, offset: int | None, source_file: str | None,
-              position: int | None) -> str:
+def record_id(
+    cluster: str, partition: int | None, offset: int | None, source_file: str | None, position: int | None
+) -> str:
     """The natural key of a raw record; bytes that never framed as a record are keyed by file position."""
     if partition is not None and offset is not None:
         return f"{cluster}/{partition}/{offset}"
@@ -40,9 +43,13 @@ def raw_row(record: LogRecord, cluster: str, capture_run_id: str) -> dict:
     is_unreadable = record.error is not None and record.raw is not None
     return {
         "cluster": cluster,
-        "record_id": record_id(cluster, None if is_unreadable else record.partition,
-                               None if is_unreadable else record.offset, record.source_file,
-                               record.batch_position),
+        "record_id": record_id(
+            cluster,
+            None if is_unreadable else record.partition,
+            None if is_unreadable else record.offset,
+            record.source_file,
+            record.batch_position,
+        ),
         "source_partition": record.partition,
         "source_offset": record.offset,
         "record_at_ms": record.timestamp_ms,
@@ -63,14 +70,19 @@ def raw_row(record: LogRecord, cluster: str, capture_run_id: str) -> dict:
 
 
 def _with_record_at(rows: DataFrame) -> DataFrame:
-    return rows.select(*[
-        F.timestamp_millis("record_at_ms").alias("record_at") if field.name == "record_at" else F.col(field.name)
-        for field in raw_records_schema.fields
-    ])
+    return rows.select(
+        *[
+            F.timestamp_millis("record_at_ms").alias("record_at")
+            if field.name == "record_at"
+            else F.col(field.name)
+            for field in raw_records_schema.fields
+        ]
+    )
 
 
-def read_segment_partitions(partition_files: DataFrame, cluster: str, capture_run_id: str,
-                            batch_size: int = 20_000) -> DataFrame:
+def read_segment_partitions(
+    partition_files: DataFrame, cluster: str, capture_run_id: str, batch_size: int = 20_000
+) -> DataFrame:
     """(files: array<string>) per row, one partition's segments -> raw_records rows."""
     arrow_schema = to_arrow_schema(_raw_rows_schema)
 
@@ -93,8 +105,9 @@ def _binary(column: str, is_base64: bool) -> Column:
     return F.unbase64(F.col(column)) if is_base64 else F.col(column).cast("binary")
 
 
-def raw_records_from_landed(landed: DataFrame, cluster: str, capture_run_id: str, source: str,
-                            is_base64: bool) -> DataFrame:
+def raw_records_from_landed(
+    landed: DataFrame, cluster: str, capture_run_id: str, source: str, is_base64: bool
+) -> DataFrame:
     """Landed records (Kafka-source shape) -> raw_records rows.
 
     Spark's Kafka source with read_committed never returns aborted records or markers, so landed
@@ -106,12 +119,16 @@ def raw_records_from_landed(landed: DataFrame, cluster: str, capture_run_id: str
         return F.col(name).cast(data_type) if name in names else F.lit(None).cast(data_type)
 
     timestamp = F.col("timestamp")
-    record_at = (timestamp if dict(landed.dtypes)["timestamp"] == "timestamp"
-                 else F.timestamp_millis(timestamp.cast("long")))
+    record_at = (
+        timestamp
+        if dict(landed.dtypes)["timestamp"] == "timestamp"
+        else F.timestamp_millis(timestamp.cast("long"))
+    )
     return landed.select(
         F.lit(cluster).alias("cluster"),
-        F.concat_ws("/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string"))
-        .alias("record_id"),
+        F.concat_ws(
+            "/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string")
+        ).alias("record_id"),
         F.col("partition").cast("int").alias("source_partition"),
         F.col("offset").cast("long").alias("source_offset"),
         record_at.alias("record_at"),

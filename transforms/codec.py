@@ -70,15 +70,17 @@ def _fixed_reader(codec: struct.Struct) -> Reader:
 
 def _read_uuid(buf: bytes, pos: int) -> tuple[object, int]:
     _need(buf, pos, 16, "a uuid")
-    return uuid_to_kafka_string(buf[pos:pos + 16]), pos + 16
+    return uuid_to_kafka_string(buf[pos : pos + 16]), pos + 16
 
 
 def _length_reader(flexible: bool, wide: bool) -> Reader:
     """Reads a length prefix; returns -1 for null."""
     if flexible:
+
         def read(buf: bytes, pos: int) -> tuple[object, int]:
             value, pos = read_uvarint(buf, pos)
             return value - 1, pos
+
         return read
     return _fixed_reader(_INT32 if wide else _INT16)
 
@@ -91,10 +93,12 @@ def _string_reader(flexible: bool, nullable: bool, name: str) -> Reader:
         if length < 0:
             if nullable and length == -1:
                 return None, pos
-            raise CorruptRecordError(name, "a string length >= 0" + (" or -1" if nullable else ""), str(length))
+            raise CorruptRecordError(
+                name, "a string length >= 0" + (" or -1" if nullable else ""), str(length)
+            )
         _need(buf, pos, length, "a string")
         try:
-            return buf[pos:pos + length].decode("utf-8"), pos + length
+            return buf[pos : pos + length].decode("utf-8"), pos + length
         except UnicodeDecodeError as error:
             raise CorruptRecordError(name, "UTF-8 text", f"invalid byte at {pos + error.start}") from None
 
@@ -109,14 +113,18 @@ def _bytes_reader(flexible: bool, nullable: bool, name: str) -> Reader:
         if length < 0:
             if nullable and length == -1:
                 return None, pos
-            raise CorruptRecordError(name, "a bytes length >= 0" + (" or -1" if nullable else ""), str(length))
+            raise CorruptRecordError(
+                name, "a bytes length >= 0" + (" or -1" if nullable else ""), str(length)
+            )
         _need(buf, pos, length, "bytes")
-        return bytes(buf[pos:pos + length]), pos + length
+        return bytes(buf[pos : pos + length]), pos + length
 
     return read
 
 
-def _array_reader(element: Reader, min_element_size: int, flexible: bool, nullable: bool, name: str) -> Reader:
+def _array_reader(
+    element: Reader, min_element_size: int, flexible: bool, nullable: bool, name: str
+) -> Reader:
     read_length = _length_reader(flexible, wide=True)
 
     def read(buf: bytes, pos: int) -> tuple[object, int]:
@@ -124,7 +132,9 @@ def _array_reader(element: Reader, min_element_size: int, flexible: bool, nullab
         if count < 0:
             if nullable and count == -1:
                 return None, pos
-            raise CorruptRecordError(name, "an array length >= 0" + (" or -1" if nullable else ""), str(count))
+            raise CorruptRecordError(
+                name, "an array length >= 0" + (" or -1" if nullable else ""), str(count)
+            )
         # Reject absurd counts before allocating anything for them.
         if count * min_element_size > len(buf) - pos:
             raise CorruptRecordError(name, f"{count} elements", f"{len(buf) - pos} bytes left")
@@ -149,8 +159,11 @@ def _field_reader(field: Field, version: int, flexible: bool, tagged: bool) -> R
     type_name = field.type
     if type_name.startswith("[]"):
         element_type = type_name[2:]
-        element = (_struct_reader(field.fields, version, flexible, field.name) if element_type == "struct"
-                   else _scalar_reader(element_type, flexible, False, field.name))
+        element = (
+            _struct_reader(field.fields, version, flexible, field.name)
+            if element_type == "struct"
+            else _scalar_reader(element_type, flexible, False, field.name)
+        )
         return _array_reader(element, _element_size(element_type, flexible), flexible, nullable, field.name)
     if type_name == "struct":
         body = _struct_reader(field.fields, version, flexible, field.name)
@@ -184,8 +197,9 @@ def _nullable_struct_reader(body: Reader, tagged: bool) -> Reader:
     return read
 
 
-def _struct_reader(fields: tuple[Field, ...], version: int, flexible: bool, name: str,
-                   stop_at_end: bool = False) -> Reader:
+def _struct_reader(
+    fields: tuple[Field, ...], version: int, flexible: bool, name: str, stop_at_end: bool = False
+) -> Reader:
     steps: list[tuple[str, Reader]] = []
     tagged: dict[int, tuple[Field, Reader]] = {}
     for field in fields:
@@ -208,14 +222,17 @@ def _struct_reader(fields: tuple[Field, ...], version: int, flexible: bool, name
                 field_name = "tagged fields"
                 pos = _read_tagged_section(buf, pos, tagged, values)
         except CorruptRecordError as error:
-            raise CorruptRecordError(f"{name}.{field_name}: {error.where}", error.expected, error.found) from None
+            raise CorruptRecordError(
+                f"{name}.{field_name}: {error.where}", error.expected, error.found
+            ) from None
         return values, pos
 
     return read
 
 
-def _read_tagged_section(buf: bytes, pos: int, tagged: dict[int, tuple[Field, Reader]],
-                         values: dict[str, object]) -> int:
+def _read_tagged_section(
+    buf: bytes, pos: int, tagged: dict[int, tuple[Field, Reader]], values: dict[str, object]
+) -> int:
     count, pos = read_uvarint(buf, pos)
     previous_tag = -1
     for _ in range(count):

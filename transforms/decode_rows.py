@@ -46,8 +46,12 @@ def decode_raw_row(raw: dict) -> dict:
     decoded = decode_record(raw.get("key"), raw.get("value"))
     if decoded.error is not None:
         return _quarantine(row, raw, decoded.error_stage, decoded.error, decoded.record_type)
-    row.update(record_type=decoded.record_type, record_type_name=decoded.record_type_name,
-               value_version=decoded.value_version, is_tombstone=decoded.is_tombstone)
+    row.update(
+        record_type=decoded.record_type,
+        record_type_name=decoded.record_type_name,
+        value_version=decoded.value_version,
+        is_tombstone=decoded.is_tombstone,
+    )
     if decoded.record_type in OFFSET_COMMIT_TYPES:
         row.update(_offset_commit_columns(decoded), destination=DESTINATION_OFFSET_COMMIT)
     elif decoded.record_type == RECORD_TYPE_GROUP_METADATA:
@@ -58,8 +62,14 @@ def decode_raw_row(raw: dict) -> dict:
 
 
 def _quarantine(row: dict, raw: dict, stage: str, reason: str, record_type: int | None) -> dict:
-    row.update(destination=DESTINATION_QUARANTINE, stage=stage, reason=reason, record_type=record_type,
-               key=raw.get("key"), value=raw.get("value"))
+    row.update(
+        destination=DESTINATION_QUARANTINE,
+        stage=stage,
+        reason=reason,
+        record_type=record_type,
+        key=raw.get("key"),
+        value=raw.get("value"),
+    )
     return row
 
 
@@ -70,10 +80,15 @@ def _timestamp(value: int | None) -> int | None:
 def _offset_commit_columns(decoded: DecodedRecord) -> dict:
     key, value = decoded.key, decoded.value or {}
     return {
-        "group_id": key["group"], "topic": key["topic"], "partition": key["partition"],
-        "committed_offset": value.get("offset"), "leader_epoch": value.get("leader_epoch"),
-        "metadata": value.get("metadata"), "committed_at_ms": value.get("commit_timestamp"),
-        "expires_at_ms": _timestamp(value.get("expire_timestamp")), "topic_id": value.get("topic_id"),
+        "group_id": key["group"],
+        "topic": key["topic"],
+        "partition": key["partition"],
+        "committed_offset": value.get("offset"),
+        "leader_epoch": value.get("leader_epoch"),
+        "metadata": value.get("metadata"),
+        "committed_at_ms": value.get("commit_timestamp"),
+        "expires_at_ms": _timestamp(value.get("expire_timestamp")),
+        "topic_id": value.get("topic_id"),
     }
 
 
@@ -81,8 +96,11 @@ def _group_metadata_columns(decoded: DecodedRecord) -> dict:
     value = decoded.value or {}
     members = value.get("members") or []
     return {
-        "group_id": decoded.key["group"], "protocol_type": value.get("protocol_type"),
-        "generation": value.get("generation"), "protocol": value.get("protocol"), "leader": value.get("leader"),
+        "group_id": decoded.key["group"],
+        "protocol_type": value.get("protocol_type"),
+        "generation": value.get("generation"),
+        "protocol": value.get("protocol"),
+        "leader": value.get("leader"),
         "state_changed_at_ms": _timestamp(value.get("current_state_timestamp")),
         "member_count": len(members) if decoded.value is not None else None,
         "members": [_member_columns(index, member) for index, member in enumerate(members)],
@@ -92,26 +110,43 @@ def _group_metadata_columns(decoded: DecodedRecord) -> dict:
 def _member_columns(index: int, member: dict) -> dict:
     subscription, assignment = member["subscription"], member["assignment"]
     row = {
-        "member_index": index, "member_id": member["member_id"],
-        "group_instance_id": member.get("group_instance_id"), "client_id": member["client_id"],
-        "client_host": member["client_host"], "rebalance_timeout_ms": member.get("rebalance_timeout"),
-        "session_timeout_ms": member["session_timeout"], "payload_json": None, "payload_error": None,
+        "member_index": index,
+        "member_id": member["member_id"],
+        "group_instance_id": member.get("group_instance_id"),
+        "client_id": member["client_id"],
+        "client_host": member["client_host"],
+        "rebalance_timeout_ms": member.get("rebalance_timeout"),
+        "session_timeout_ms": member["session_timeout"],
+        "payload_json": None,
+        "payload_error": None,
     }
     if isinstance(subscription, dict):
         user_data = subscription.get("assignor_user_data") or {}
-        row.update(subscription_version=subscription["version"], subscribed_topics=subscription["topics"],
-                   owned_partitions=subscription.get("owned_partitions"),
-                   subscription_generation_id=subscription.get("generation_id"),
-                   rack_id=subscription.get("rack_id"), assignor_generation=user_data.get("generation"),
-                   subscription_user_data=subscription.get("user_data"))
+        row.update(
+            subscription_version=subscription["version"],
+            subscribed_topics=subscription["topics"],
+            owned_partitions=subscription.get("owned_partitions"),
+            subscription_generation_id=subscription.get("generation_id"),
+            rack_id=subscription.get("rack_id"),
+            assignor_generation=user_data.get("generation"),
+            subscription_user_data=subscription.get("user_data"),
+        )
     if isinstance(assignment, dict):
-        row.update(assignment_version=assignment["version"], assigned_partitions=assignment["assigned_partitions"],
-                   assignment_user_data=assignment.get("user_data"))
-    connect = {name: member[name] for name in ("connect_subscription", "connect_assignment") if name in member}
+        row.update(
+            assignment_version=assignment["version"],
+            assigned_partitions=assignment["assigned_partitions"],
+            assignment_user_data=assignment.get("user_data"),
+        )
+    connect = {
+        name: member[name] for name in ("connect_subscription", "connect_assignment") if name in member
+    }
     if connect:
         row["payload_json"] = json.dumps(to_jsonable(connect), sort_keys=True)
-    unread = [name for name, payload in (("subscription", subscription), ("assignment", assignment))
-              if isinstance(payload, bytes) and payload]
+    unread = [
+        name
+        for name, payload in (("subscription", subscription), ("assignment", assignment))
+        if isinstance(payload, bytes) and payload
+    ]
     if unread and (connect == {} or None in connect.values()):
         row["payload_error"] = f"{' and '.join(unread)} bytes not readable as the group's protocol"
     return row
@@ -121,22 +156,32 @@ def _consumer_group_columns(decoded: DecodedRecord) -> dict:
     key, value = decoded.key, decoded.value or {}
     assigned = value.get("assigned_partitions", value.get("topic_partitions"))
     return {
-        "group_id": key["group_id"], "member_id": key.get("member_id"),
+        "group_id": key["group_id"],
+        "member_id": key.get("member_id"),
         "regular_expression": key.get("regular_expression"),
-        "group_epoch": value.get("epoch"), "metadata_hash": value.get("metadata_hash"),
+        "group_epoch": value.get("epoch"),
+        "metadata_hash": value.get("metadata_hash"),
         "assignment_epoch": value.get("assignment_epoch"),
         "assignment_at_ms": value.get("assignment_timestamp") or None,
-        "member_epoch": value.get("member_epoch"), "previous_member_epoch": value.get("previous_member_epoch"),
-        "member_state": value.get("state"), "instance_id": value.get("instance_id"),
-        "rack_id": value.get("rack_id"), "client_id": value.get("client_id"),
-        "client_host": value.get("client_host"), "subscribed_topic_names": value.get("subscribed_topic_names"),
+        "member_epoch": value.get("member_epoch"),
+        "previous_member_epoch": value.get("previous_member_epoch"),
+        "member_state": value.get("state"),
+        "instance_id": value.get("instance_id"),
+        "rack_id": value.get("rack_id"),
+        "client_id": value.get("client_id"),
+        "client_host": value.get("client_host"),
+        "subscribed_topic_names": value.get("subscribed_topic_names"),
         "subscribed_topic_regex": value.get("subscribed_topic_regex"),
-        "rebalance_timeout_ms": value.get("rebalance_timeout_ms"), "server_assignor": value.get("server_assignor"),
+        "rebalance_timeout_ms": value.get("rebalance_timeout_ms"),
+        "server_assignor": value.get("server_assignor"),
         "assigned_partitions": _topic_id_partitions(assigned),
         "partitions_pending_revocation": _topic_id_partitions(value.get("partitions_pending_revocation")),
         "topic_names": _topic_names(value) if decoded.record_type in PARTITION_METADATA_TYPES else None,
-        "resolved_topics": (value.get("topics")
-                            if decoded.record_type == RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION else None),
+        "resolved_topics": (
+            value.get("topics")
+            if decoded.record_type == RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
+            else None
+        ),
         "value_json": None if decoded.value is None else json.dumps(to_jsonable(value), sort_keys=True),
     }
 
@@ -151,5 +196,11 @@ def _topic_names(value: dict) -> list[dict] | None:
     topics = value.get("topics")
     if topics is None:
         return None
-    return [{"topic_id": topic["topic_id"], "topic_name": topic["topic_name"],
-             "num_partitions": topic["num_partitions"]} for topic in topics]
+    return [
+        {
+            "topic_id": topic["topic_id"],
+            "topic_name": topic["topic_name"],
+            "num_partitions": topic["num_partitions"],
+        }
+        for topic in topics
+    ]

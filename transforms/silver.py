@@ -32,19 +32,42 @@ from transforms.decode_rows import (
     decode_raw_row,
 )
 
-_RAW_INPUT_COLUMNS = ("cluster", "record_id", "source_partition", "source_offset", "record_at_ms", "key",
-                      "value", "txn_state", "producer_id", "read_error")
+_RAW_INPUT_COLUMNS = (
+    "cluster",
+    "record_id",
+    "source_partition",
+    "source_offset",
+    "record_at_ms",
+    "key",
+    "value",
+    "txn_state",
+    "producer_id",
+    "read_error",
+)
 
 
 def _f(name, data_type):
     return StructField(name, data_type, True)
 
 
-_MEMBER = StructType([
-    _f(field.name, field.dataType) for field in tables.group_members_schema.fields
-    if field.name not in {"cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
-                          "generation", "protocol_type", "protocol"}
-])
+_MEMBER = StructType(
+    [
+        _f(field.name, field.dataType)
+        for field in tables.group_members_schema.fields
+        if field.name
+        not in {
+            "cluster",
+            "record_id",
+            "source_partition",
+            "source_offset",
+            "record_at",
+            "group_id",
+            "generation",
+            "protocol_type",
+            "protocol",
+        }
+    ]
+)
 _TIMESTAMP_COLUMNS = {"committed_at", "expires_at", "state_changed_at", "assignment_at"}
 
 
@@ -54,13 +77,24 @@ def _decoded_columns() -> list[StructField]:
     Timestamps travel as epoch milliseconds (`<name>_ms`) and become TIMESTAMPs in Spark.
     """
     columns = {
-        "cluster": StringType(), "record_id": StringType(), "source_partition": IntegerType(),
-        "source_offset": LongType(), "record_at": LongType(), "destination": StringType(),
-        "stage": StringType(), "reason": StringType(), "key": BinaryType(), "value": BinaryType(),
-        "record_type_name": StringType(), "members": ArrayType(_MEMBER),
+        "cluster": StringType(),
+        "record_id": StringType(),
+        "source_partition": IntegerType(),
+        "source_offset": LongType(),
+        "record_at": LongType(),
+        "destination": StringType(),
+        "stage": StringType(),
+        "reason": StringType(),
+        "key": BinaryType(),
+        "value": BinaryType(),
+        "record_type_name": StringType(),
+        "members": ArrayType(_MEMBER),
     }
-    for schema in (tables.offset_commits_schema, tables.group_metadata_schema,
-                   tables.consumer_group_records_schema):
+    for schema in (
+        tables.offset_commits_schema,
+        tables.group_metadata_schema,
+        tables.consumer_group_records_schema,
+    ):
         for field in schema.fields:
             if field.name in _TIMESTAMP_COLUMNS:
                 columns.setdefault(f"{field.name}_ms", LongType())
@@ -97,8 +131,10 @@ def _ms_to_timestamp(name: str) -> Column:
 
 def _select_as(decoded: DataFrame, schema: StructType) -> DataFrame:
     columns = [
-        _ms_to_timestamp(field.name) if field.name in _TIMESTAMP_COLUMNS
-        else F.timestamp_millis("record_at").alias("record_at") if field.name == "record_at"
+        _ms_to_timestamp(field.name)
+        if field.name in _TIMESTAMP_COLUMNS
+        else F.timestamp_millis("record_at").alias("record_at")
+        if field.name == "record_at"
         else F.col(field.name).cast(field.dataType).alias(field.name)
         for field in schema.fields
     ]
@@ -118,21 +154,34 @@ def filter_group_metadata(decoded: DataFrame) -> DataFrame:
 
 
 def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
-    return _select_as(decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)),
-                      tables.consumer_group_records_schema)
+    return _select_as(
+        decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)), tables.consumer_group_records_schema
+    )
 
 
 def filter_quarantine(decoded: DataFrame, raw_records: DataFrame) -> DataFrame:
     provenance = raw_records.select("record_id", "source_file", "capture_run_id")
-    quarantined = decoded.where(_routed_to(DESTINATION_QUARANTINE)).join(provenance, on="record_id", how="left")
+    quarantined = decoded.where(_routed_to(DESTINATION_QUARANTINE)).join(
+        provenance, on="record_id", how="left"
+    )
     return _select_as(quarantined, tables.quarantine_schema)
 
 
 def explode_group_members(decoded: DataFrame) -> DataFrame:
     members = (
         decoded.where(_routed_to(DESTINATION_GROUP_METADATA) & ~F.col("is_tombstone"))
-        .select("cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
-                "generation", "protocol_type", "protocol", F.explode("members").alias("member"))
+        .select(
+            "cluster",
+            "record_id",
+            "source_partition",
+            "source_offset",
+            "record_at",
+            "group_id",
+            "generation",
+            "protocol_type",
+            "protocol",
+            F.explode("members").alias("member"),
+        )
         .select("*", "member.*")
         .drop("member")
     )
@@ -141,9 +190,19 @@ def explode_group_members(decoded: DataFrame) -> DataFrame:
 
 def explode_member_assignments(group_members: DataFrame) -> DataFrame:
     return (
-        group_members
-        .select("cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id",
-                "generation", "member_id", F.explode("assigned_partitions").alias("assigned"))
-        .select("*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition"))
+        group_members.select(
+            "cluster",
+            "record_id",
+            "source_partition",
+            "source_offset",
+            "record_at",
+            "group_id",
+            "generation",
+            "member_id",
+            F.explode("assigned_partitions").alias("assigned"),
+        )
+        .select(
+            "*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition")
+        )
         .select(*[field.name for field in tables.member_assignments_schema.fields])
     )
