@@ -41,9 +41,7 @@ def _merge(base: dict, override: Mapping) -> dict:
     merged = dict(base)
     for key, value in override.items():
         merged[key] = (
-            _merge(merged[key], value)
-            if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
-            else value
+            _merge(merged[key], value) if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping) else value
         )
     return merged
 
@@ -55,9 +53,7 @@ def _resolve(path: str) -> str:
     return str(REPO_ROOT / path)
 
 
-def load_config(
-    env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None
-) -> Config:
+def load_config(env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None) -> Config:
     files = [DEFAULTS_FILE, env_file or DEFAULT_ENV_FILE]
     merged: dict = {}
     for path in files:

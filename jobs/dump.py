@@ -16,10 +16,10 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 
-from transforms.record_batches import LogRecord, read_paths
-
+from jobs.segment_files import read_paths
 from transforms.coordinator_codec import decode_record
 from transforms.decode_rows import to_jsonable
+from transforms.record_batches import LogRecord
 
 
 def dump_line(record: LogRecord) -> dict:
@@ -71,9 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jobs.dump: {error}", file=sys.stderr)
         return 2
     if errors:
-        print(
-            f"jobs.dump: {errors} record(s) could not be read or decoded (see their 'error')", file=sys.stderr
-        )
+        print(f"jobs.dump: {errors} record(s) could not be read or decoded (see their 'error')", file=sys.stderr)
     return 1 if errors and args.fail_on_error else 0
 
 

@@ -84,6 +84,4 @@ class JobRun:
             json.dumps(counts, sort_keys=True),
             message,
         )
-        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(
-            table
-        )
+        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(table)

@@ -10,9 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 
-def ensure_table(
-    spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()
-) -> None:
+def ensure_table(spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()) -> None:
     builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)

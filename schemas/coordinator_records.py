@@ -16,9 +16,7 @@ GROUP_ID = F("group_id", "string")
 MEMBER_ID = F("member_id", "string")
 TOPIC_PARTITIONS = (F("topic_id", "uuid"), F("partitions", "[]int32"))
 # KIP-1251 (4.3+): per-partition assignment epochs, a tagged nullable array.
-ASSIGNMENT_EPOCHS = F(
-    "assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+", default=None
-)
+ASSIGNMENT_EPOCHS = F("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+", default=None)
 TOPIC_PARTITIONS_WITH_EPOCHS = (*TOPIC_PARTITIONS, ASSIGNMENT_EPOCHS)
 ASSIGNMENT_TIMESTAMP = F("assignment_timestamp", "int64", tag=0, tagged_versions="0+", default=0)
 KEY_VALUE = (F("key", "string"), F("value", "string"))
@@ -389,10 +387,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "StreamsGroupTargetAssignmentMemberValue",
-                *(
-                    F(name, "[]struct", fields=TASK_IDS)
-                    for name in ("active_tasks", "standby_tasks", "warmup_tasks")
-                ),
+                *(F(name, "[]struct", fields=TASK_IDS) for name in ("active_tasks", "standby_tasks", "warmup_tasks")),
             ),
         ),
         RecordType(

@@ -25,12 +25,8 @@ def _f(name, data_type, nullable=True):
     return StructField(name, data_type, nullable)
 
 
-TOPIC_PARTITIONS = ArrayType(
-    StructType([_f("topic", StringType()), _f("partitions", ArrayType(IntegerType()))])
-)
-TOPIC_ID_PARTITIONS = ArrayType(
-    StructType([_f("topic_id", StringType()), _f("partitions", ArrayType(IntegerType()))])
-)
+TOPIC_PARTITIONS = ArrayType(StructType([_f("topic", StringType()), _f("partitions", ArrayType(IntegerType()))]))
+TOPIC_ID_PARTITIONS = ArrayType(StructType([_f("topic_id", StringType()), _f("partitions", ArrayType(IntegerType()))]))
 
 _RECORD_ORIGIN = [
     _f("cluster", StringType(), False),

@@ -87,12 +87,7 @@ def test_offset_commit_value_versions(value, version, expected):
 
 def test_offset_commit_v4_skips_unknown_tags_and_keeps_topic_id():
     value = (
-        i16(4)
-        + i64(7)
-        + i32(-1)
-        + compact_string("meta")
-        + i64(TS)
-        + tags({0: TOPIC_UUID.bytes, 9: b"\x01\x02\x03"})
+        i16(4) + i64(7) + i32(-1) + compact_string("meta") + i64(TS) + tags({0: TOPIC_UUID.bytes, 9: b"\x01\x02\x03"})
     )
     assert decode_ok(KEY_MY_GROUP_ORDERS_3, value).value == {
         "offset": 7,
@@ -117,15 +112,10 @@ def test_uuid_is_rendered_as_kafka_base64url():
 
 SUBSCRIPTION_V0 = i16(0) + array(["orders"], string) + blob(None)
 SUBSCRIPTION_V1 = (
-    i16(1)
-    + array(["orders"], string)
-    + blob(b"")
-    + array([("orders", [0])], lambda tp: topic_partitions(*tp))
+    i16(1) + array(["orders"], string) + blob(b"") + array([("orders", [0])], lambda tp: topic_partitions(*tp))
 )
 SUBSCRIPTION_V3 = h("00030000000100066f7264657273ffffffff00000000ffffffffffff")
-SUBSCRIPTION_V9 = (
-    i16(9) + array(["orders"], string) + blob(None) + i32(0) + i32(4) + string("rack-a") + b"future"
-)
+SUBSCRIPTION_V9 = i16(9) + array(["orders"], string) + blob(None) + i32(0) + i32(4) + string("rack-a") + b"future"
 ASSIGNMENT_V0 = i16(0) + array([("orders", [0, 1, 2])], lambda tp: topic_partitions(*tp)) + blob(None)
 
 
@@ -228,9 +218,7 @@ def test_reference_worked_example_group_v3():
 
 
 def test_subscription_newer_than_v3_reads_as_v3_ignoring_trailing_bytes():
-    decoded = decode_ok(
-        h("000200086d792d67726f7570"), group_value(3, [member_v(3, SUBSCRIPTION_V9, ASSIGNMENT_V0)])
-    )
+    decoded = decode_ok(h("000200086d792d67726f7570"), group_value(3, [member_v(3, SUBSCRIPTION_V9, ASSIGNMENT_V0)]))
     subscription = decoded.value["members"][0]["subscription"]
     assert (subscription["version"], subscription["generation_id"], subscription["rack_id"]) == (
         9,
@@ -240,12 +228,8 @@ def test_subscription_newer_than_v3_reads_as_v3_ignoring_trailing_bytes():
 
 
 def test_subscription_v1_owned_partitions():
-    decoded = decode_ok(
-        h("000200086d792d67726f7570"), group_value(3, [member_v(3, SUBSCRIPTION_V1, ASSIGNMENT_V0)])
-    )
-    assert decoded.value["members"][0]["subscription"]["owned_partitions"] == [
-        {"topic": "orders", "partitions": [0]}
-    ]
+    decoded = decode_ok(h("000200086d792d67726f7570"), group_value(3, [member_v(3, SUBSCRIPTION_V1, ASSIGNMENT_V0)]))
+    assert decoded.value["members"][0]["subscription"]["owned_partitions"] == [{"topic": "orders", "partitions": [0]}]
 
 
 @pytest.mark.parametrize(
@@ -362,9 +346,7 @@ def test_member_metadata_with_classic_member_metadata_tag():
     classic = (
         uvarint(1)
         + i32(45000)
-        + compact_array(
-            [("range", b"\x00\x01")], lambda p: compact_string(p[0]) + compact_blob(p[1]) + tags()
-        )
+        + compact_array([("range", b"\x00\x01")], lambda p: compact_string(p[0]) + compact_blob(p[1]) + tags())
     )
     value = (
         i16(0)

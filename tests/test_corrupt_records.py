@@ -85,13 +85,6 @@ def test_random_garbage_never_raises():
 
 def test_absurd_lengths_are_refused_before_allocation():
     key = h("000200086d792d67726f7570")
-    value = (
-        h("0003")
-        + b"\x00\x08consumer"
-        + b"\x00\x00\x00\x01"
-        + b"\xff\xff" * 2
-        + b"\x00" * 8
-        + b"\x7f\xff\xff\xff"
-    )
+    value = h("0003") + b"\x00\x08consumer" + b"\x00\x00\x00\x01" + b"\xff\xff" * 2 + b"\x00" * 8 + b"\x7f\xff\xff\xff"
     decoded = decode_record(key, value)
     assert "2147483647 elements" in decoded.error

@@ -30,9 +30,7 @@ NULL_AS_EMPTY = {"group_instance_id", "rack_id", "protocol", "leader"}
 
 
 def parse_debug(text: str) -> object:
-    tokens = [
-        (kind, value) for match in _TOKEN.finditer(text) for kind, value in match.groupdict().items() if value
-    ]
+    tokens = [(kind, value) for match in _TOKEN.finditer(text) for kind, value in match.groupdict().items() if value]
     position = 0
 
     def value() -> object:

@@ -141,16 +141,15 @@ def test_offset_commits_keep_versions_tombstones_and_txn_state(spark, decoded):
         ],
         tables.offset_commits_schema,
     )
-    assert_df_equality(
-        silver.filter_offset_commits(decoded), expected, ignore_row_order=True, ignore_nullable=True
-    )
+    assert_df_equality(silver.filter_offset_commits(decoded), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_group_metadata_members_and_assignments(spark, decoded):
     groups = silver.filter_group_metadata(decoded)
-    assert sorted(
-        (row.record_id, row.is_tombstone, row.generation, row.member_count) for row in groups.collect()
-    ) == [("c1/12/3", False, 1, 1), ("c1/12/4", True, None, None)]
+    assert sorted((row.record_id, row.is_tombstone, row.generation, row.member_count) for row in groups.collect()) == [
+        ("c1/12/3", False, 1, 1),
+        ("c1/12/4", True, None, None),
+    ]
     members = silver.explode_group_members(decoded)
     member = members.collect()
     assert len(member) == 1

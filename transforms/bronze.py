@@ -72,9 +72,7 @@ def raw_row(record: LogRecord, cluster: str, capture_run_id: str) -> dict:
 def _with_record_at(rows: DataFrame) -> DataFrame:
     return rows.select(
         *[
-            F.timestamp_millis("record_at_ms").alias("record_at")
-            if field.name == "record_at"
-            else F.col(field.name)
+            F.timestamp_millis("record_at_ms").alias("record_at") if field.name == "record_at" else F.col(field.name)
             for field in raw_records_schema.fields
         ]
     )
@@ -120,15 +118,13 @@ def raw_records_from_landed(
 
     timestamp = F.col("timestamp")
     record_at = (
-        timestamp
-        if dict(landed.dtypes)["timestamp"] == "timestamp"
-        else F.timestamp_millis(timestamp.cast("long"))
+        timestamp if dict(landed.dtypes)["timestamp"] == "timestamp" else F.timestamp_millis(timestamp.cast("long"))
     )
     return landed.select(
         F.lit(cluster).alias("cluster"),
-        F.concat_ws(
-            "/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string")
-        ).alias("record_id"),
+        F.concat_ws("/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string")).alias(
+            "record_id"
+        ),
         F.col("partition").cast("int").alias("source_partition"),
         F.col("offset").cast("long").alias("source_offset"),
         record_at.alias("record_at"),

@@ -93,9 +93,7 @@ def _string_reader(flexible: bool, nullable: bool, name: str) -> Reader:
         if length < 0:
             if nullable and length == -1:
                 return None, pos
-            raise CorruptRecordError(
-                name, "a string length >= 0" + (" or -1" if nullable else ""), str(length)
-            )
+            raise CorruptRecordError(name, "a string length >= 0" + (" or -1" if nullable else ""), str(length))
         _need(buf, pos, length, "a string")
         try:
             return buf[pos : pos + length].decode("utf-8"), pos + length
@@ -113,18 +111,14 @@ def _bytes_reader(flexible: bool, nullable: bool, name: str) -> Reader:
         if length < 0:
             if nullable and length == -1:
                 return None, pos
-            raise CorruptRecordError(
-                name, "a bytes length >= 0" + (" or -1" if nullable else ""), str(length)
-            )
+            raise CorruptRecordError(name, "a bytes length >= 0" + (" or -1" if nullable else ""), str(length))
         _need(buf, pos, length, "bytes")
         return bytes(buf[pos : pos + length]), pos + length
 
     return read
 
 
-def _array_reader(
-    element: Reader, min_element_size: int, flexible: bool, nullable: bool, name: str
-) -> Reader:
+def _array_reader(element: Reader, min_element_size: int, flexible: bool, nullable: bool, name: str) -> Reader:
     read_length = _length_reader(flexible, wide=True)
 
     def read(buf: bytes, pos: int) -> tuple[object, int]:
@@ -132,9 +126,7 @@ def _array_reader(
         if count < 0:
             if nullable and count == -1:
                 return None, pos
-            raise CorruptRecordError(
-                name, "an array length >= 0" + (" or -1" if nullable else ""), str(count)
-            )
+            raise CorruptRecordError(name, "an array length >= 0" + (" or -1" if nullable else ""), str(count))
         # Reject absurd counts before allocating anything for them.
         if count * min_element_size > len(buf) - pos:
             raise CorruptRecordError(name, f"{count} elements", f"{len(buf) - pos} bytes left")
@@ -222,9 +214,7 @@ def _struct_reader(
                 field_name = "tagged fields"
                 pos = _read_tagged_section(buf, pos, tagged, values)
         except CorruptRecordError as error:
-            raise CorruptRecordError(
-                f"{name}.{field_name}: {error.where}", error.expected, error.found
-            ) from None
+            raise CorruptRecordError(f"{name}.{field_name}: {error.where}", error.expected, error.found) from None
         return values, pos
 
     return read

@@ -137,9 +137,7 @@ def _member_columns(index: int, member: dict) -> dict:
             assigned_partitions=assignment["assigned_partitions"],
             assignment_user_data=assignment.get("user_data"),
         )
-    connect = {
-        name: member[name] for name in ("connect_subscription", "connect_assignment") if name in member
-    }
+    connect = {name: member[name] for name in ("connect_subscription", "connect_assignment") if name in member}
     if connect:
         row["payload_json"] = json.dumps(to_jsonable(connect), sort_keys=True)
     unread = [
@@ -178,9 +176,7 @@ def _consumer_group_columns(decoded: DecodedRecord) -> dict:
         "partitions_pending_revocation": _topic_id_partitions(value.get("partitions_pending_revocation")),
         "topic_names": _topic_names(value) if decoded.record_type in PARTITION_METADATA_TYPES else None,
         "resolved_topics": (
-            value.get("topics")
-            if decoded.record_type == RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
-            else None
+            value.get("topics") if decoded.record_type == RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION else None
         ),
         "value_json": None if decoded.value is None else json.dumps(to_jsonable(value), sort_keys=True),
     }

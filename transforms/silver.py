@@ -161,9 +161,7 @@ def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
 
 def filter_quarantine(decoded: DataFrame, raw_records: DataFrame) -> DataFrame:
     provenance = raw_records.select("record_id", "source_file", "capture_run_id")
-    quarantined = decoded.where(_routed_to(DESTINATION_QUARANTINE)).join(
-        provenance, on="record_id", how="left"
-    )
+    quarantined = decoded.where(_routed_to(DESTINATION_QUARANTINE)).join(provenance, on="record_id", how="left")
     return _select_as(quarantined, tables.quarantine_schema)
 
 
@@ -201,8 +199,6 @@ def explode_member_assignments(group_members: DataFrame) -> DataFrame:
             "member_id",
             F.explode("assigned_partitions").alias("assigned"),
         )
-        .select(
-            "*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition")
-        )
+        .select("*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition"))
         .select(*[field.name for field in tables.member_assignments_schema.fields])
     )
