@@ -50,7 +50,7 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
         for name, rows in outputs.items():
             table = config.table(name)
             ensure_table(spark, table, SILVER_SCHEMAS[name], partition_by=("cluster",))
-            replace_cluster_rows(table, rows, config.cluster)
+            replace_cluster_rows(spark, table, rows, config.cluster)
             run.count_rows(spark, table, name)
     finally:
         decoded.unpersist()

@@ -7,39 +7,38 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config, parse_config
 from jobs.runs import JobRun
+from jobs.segment_files import discover_partitions
 from jobs.session import build_session
 from jobs.tables import ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
-from transforms.bronze import raw_records_from_landed, read_segment_partitions
+from transforms.bronze import raw_records_from_landed, read_segment_files
 
 RAW_RECORDS = "raw_records"
 
 
-def segment_files_by_partition(paths: Sequence[str]) -> list[list[str]]:
-    """Groups *.log files by their directory: one list per partition, in base-offset order."""
-    by_directory: dict[Path, list[str]] = {}
-    for path in map(Path, paths):
-        if not path.exists():
-            raise FileNotFoundError(f"input path does not exist: {path}")
-        files = [path] if path.is_file() else sorted(path.rglob("*.log"))
-        for file in files:
-            by_directory.setdefault(file.parent, []).append(str(file))
-    return [sorted(files) for _, files in sorted(by_directory.items())]
+def _segment_file_paths(paths: Sequence[str]) -> list[str]:
+    """Local paths are searched here (preferring __consumer_offsets-N directories); URIs as given."""
+    local = [path for path in paths if "://" not in path]
+    remote = [path for path in paths if "://" in path]
+    return [file for files in discover_partitions(local) for file in files] + remote
 
 
 def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
     frames = []
-    partitions = segment_files_by_partition(config.segment_paths)
-    if partitions:
-        files = spark.createDataFrame([(files,) for files in partitions], "files array<string>")
-        files = files.repartition(min(len(partitions), spark.sparkContext.defaultParallelism * 4))
-        frames.append(read_segment_partitions(files, config.cluster, run_id))
+    segment_files = _segment_file_paths(config.segment_paths)
+    if segment_files:
+        segments = (
+            spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .option("pathGlobFilter", "*.log")
+            .load(segment_files)
+        )
+        frames.append(read_segment_files(segments, config.cluster, run_id))
     for path in config.raw_table_paths:
         is_json = config.raw_table_format == "json"
         landed = spark.read.format(config.raw_table_format).load(path)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from jobs.config import Config
-from jobs.tables import cluster_row_count, ensure_table
+from jobs.tables import cluster_row_count, ensure_table, table_location
 from schemas.tables import job_runs_schema
 
 JOB_RUNS = "job_runs"
@@ -84,4 +84,5 @@ class JobRun:
             json.dumps(counts, sort_keys=True),
             message,
         )
-        self.spark.createDataFrame([row], job_runs_schema).write.format("delta").mode("append").saveAsTable(table)
+        rows = self.spark.createDataFrame([row], job_runs_schema)
+        rows.write.format("delta").mode("append").save(table_location(self.spark, table))

@@ -33,13 +33,21 @@ def sql_string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def replace_cluster_rows(name: str, rows: DataFrame, cluster: str) -> None:
-    """Atomically replaces one cluster's rows: a re-run or a run after a crash gives the same table."""
+def table_location(spark: SparkSession, name: str) -> str:
+    return DeltaTable.forName(spark, name).detail().select("location").first()["location"]
+
+
+def replace_cluster_rows(spark: SparkSession, name: str, rows: DataFrame, cluster: str) -> None:
+    """Atomically replaces one cluster's rows: a re-run or a run after a crash gives the same table.
+
+    Written by location: the schema is fixed by `ensure_table`, and writing through the Hive catalog
+    would make it try (and fail, noisily) to alter the placeholder schema it keeps for Delta tables.
+    """
     (
         rows.write.format("delta")
         .mode("overwrite")
         .option("replaceWhere", f"cluster = {sql_string_literal(cluster)}")
-        .saveAsTable(name)
+        .save(table_location(spark, name))
     )
 
 

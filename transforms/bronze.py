@@ -8,8 +8,6 @@ value are base64 text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -17,7 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from schemas.tables import raw_records_schema
-from transforms.record_batches import LogRecord, read_partition
+from transforms.record_batches import LogRecord, read_partition_segments
 
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"
@@ -78,25 +76,24 @@ def _with_record_at(rows: DataFrame) -> DataFrame:
     )
 
 
-def read_segment_partitions(
-    partition_files: DataFrame, cluster: str, capture_run_id: str, batch_size: int = 20_000
-) -> DataFrame:
-    """(files: array<string>) per row, one partition's segments -> raw_records rows."""
+def _partition_rows(segments: pa.Table, cluster: str, capture_run_id: str) -> pa.Table:
     arrow_schema = to_arrow_schema(_raw_rows_schema)
+    files = zip(segments.column("path").to_pylist(), segments.column("content").to_pylist(), strict=True)
+    rows = [raw_row(record, cluster, capture_run_id) for record in read_partition_segments(files)]
+    return pa.Table.from_pylist(rows, schema=arrow_schema)
 
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for files in batch.column("files").to_pylist():
-                rows = []
-                for record in read_partition(files):
-                    rows.append(raw_row(record, cluster, capture_run_id))
-                    if len(rows) >= batch_size:
-                        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
-                        rows = []
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
-    return _with_record_at(partition_files.select("files").mapInArrow(read, _raw_rows_schema))
+def read_segment_files(segment_files: DataFrame, cluster: str, capture_run_id: str) -> DataFrame:
+    """Segment files (Spark's binaryFile rows: path, content) -> raw_records rows.
+
+    Grouped by directory, so each `__consumer_offsets-N` partition is read whole, in order, by one task.
+    """
+    return _with_record_at(
+        segment_files.select("path", "content")
+        .withColumn("directory", F.regexp_extract("path", r"^(.*)/[^/]+$", 1))
+        .groupBy("directory")
+        .applyInArrow(lambda table: _partition_rows(table, cluster, capture_run_id), _raw_rows_schema)
+    )
 
 
 def _binary(column: str, is_base64: bool) -> Column:
