@@ -47,7 +47,7 @@ def daniel(spark, spark_config):
 
 
 def test_counts_equal_kafkas_own_decoder(daniel):
-    config, counts = daniel
+    _, counts = daniel
     files = sorted(DANIEL.glob("__consumer_offsets-*/*.log"))
     kafka = parse_dump(run_dump_log_segments(files))
     by_type = Counter(entry["record_type"] for entry in kafka.values())
@@ -59,7 +59,7 @@ def test_counts_equal_kafkas_own_decoder(daniel):
 
 
 def test_members_and_assignments_follow_group_records(spark, daniel):
-    config, counts = daniel
+    config, _ = daniel
     members = cluster_rows(spark, config, "group_members")
     live_groups = cluster_rows(spark, config, "group_metadata").where(~F.col("is_tombstone"))
     assert members.count() == live_groups.agg(F.sum("member_count")).first()[0]
