@@ -18,9 +18,12 @@ mkdir -p "$root/build"
 code_zip="$root/build/groupscope-code.zip"
 (cd "$root" && rm -f "$code_zip" && "$root/.venv/bin/python" -m zipfile -c "$code_zip" jobs transforms schemas >/dev/null)
 jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
+# The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
+export PATH="$root/.venv/bin:$PATH"
+export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 
 cd "$root"
-export GROUPSCOPE_SUBMITTED=1 PYSPARK_PYTHON="$root/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$root/.venv/bin/python"
+export GROUPSCOPE_SUBMITTED=1 GROUPSCOPE_HOME="$root" PYSPARK_PYTHON="$root/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$root/.venv/bin/python"
 exec "$root/.venv/bin/spark-submit" \
   --master "$master" \
   --properties-file "$root/conf/spark-defaults.conf" \

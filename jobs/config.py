@@ -8,13 +8,15 @@ variables named in the config, at the moment a connection is made.
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# Under spark-submit the code runs from a zip; the launcher says where the checkout (conf/, jvm/) is.
+REPO_ROOT = Path(os.environ.get("GROUPSCOPE_HOME") or Path(__file__).resolve().parent.parent)
 DEFAULTS_FILE = REPO_ROOT / "conf" / "defaults.toml"
 DEFAULT_ENV_FILE = REPO_ROOT / "conf" / "local.toml"
 

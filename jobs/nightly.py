@@ -32,7 +32,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f"  groups with commits    {groups:>10,}",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
-        f"  query: spark-sql.sh -e 'SELECT * FROM {config.database}.offset_commits LIMIT 10'",
+        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.offset_commits LIMIT 10'",
     ]
     return "\n".join(lines)
 

@@ -1,106 +1,164 @@
-"""A real single-node Apache Kafka broker (KRaft, combined mode, loopback only) from Maven Central jars.
+"""A real single-node Apache Kafka broker (KRaft, combined broker+controller, loopback only) run from the
+Maven Central jars that scripts/bootstrap.sh fetched into jvm/kafka-<line>/jars.
 
-    with Broker("4", workdir) as broker:     # Kafka 4.2.1; "3.9" for Kafka 3.9.2
-        broker.bootstrap_servers             # "127.0.0.1:<free port>"
+    with Broker("4", workdir) as broker:       # Kafka 4.2.1; Broker("3.9", ...) for Kafka 3.9.2
+        broker.bootstrap_servers               # "127.0.0.1:<free port>"
+        broker.describe_groups()               # kafka-consumer-groups --describe --all-groups
 
-Readiness is a successful metadata request, not a sleep; stopping is SIGTERM and a wait for a clean
-shutdown (so segments are flushed to disk), SIGKILL only past a deadline.
+Storage is formatted fresh (`StorageTool format --standalone`, random cluster id). Ready means the port
+accepts connections and a metadata request through the AdminClient lists the broker; no sleep stands in
+for readiness. Stop is SIGTERM and a wait for the clean shutdown (segments closed and flushed), SIGKILL
+only past a deadline. `dump_offsets(files)` runs Kafka's own DumpLogSegments without any broker.
 """
 
 from __future__ import annotations
 
 import base64
+import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KAFKA_VERSIONS = {"4": "4.2.1", "3.9": "3.9.2"}
-JARS = {"4": REPO_ROOT / "jvm" / "kafka-4" / "jars", "3.9": REPO_ROOT / "jvm" / "kafka-3.9" / "jars"}
+JARS = {line: REPO_ROOT / "jvm" / f"kafka-{line}" / "jars" for line in KAFKA_VERSIONS}
+# One main class for both lines: the Java rewrite (org.apache.kafka.tools.DumpLogSegments) arrives in 4.3.
+DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
+CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 STARTUP_DEADLINE_S = 90
 SHUTDOWN_DEADLINE_S = 60
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+DEFAULT_OFFSETS_RETENTION_MINUTES = 7 * 24 * 60  # Kafka's default
+# Kafka 3.9's jars bind SLF4J to reload4j, which logs nothing without a configuration; 4.x uses slf4j-simple.
+RELOAD4J_CONSOLE = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+
+def _not_ready_codes() -> frozenset:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+    )
 
 
 class BrokerError(RuntimeError):
-    pass
+    """The lab broker or one of Kafka's tools failed; the message carries the relevant log tail."""
 
 
-def jars_classpath(version: str) -> str:
+def classpath(version: str) -> str:
+    if version not in KAFKA_VERSIONS:
+        raise BrokerError(f"unknown lab Kafka line {version!r}; known: {', '.join(KAFKA_VERSIONS)}")
     jars = JARS[version]
-    if not any(jars.glob("*.jar")):
-        raise BrokerError(f"Kafka {KAFKA_VERSIONS[version]} jars missing in {jars}: run scripts/bootstrap.sh")
+    if not any(jars.glob("kafka_2.13-*.jar")):
+        raise BrokerError(f"Kafka {KAFKA_VERSIONS[version]} jars are missing in {jars}: run scripts/bootstrap.sh")
     return f"{jars}/*"
 
 
 def run_tool(version: str, main_class: str, *args: str, timeout_s: float = 300) -> str:
-    """Runs one of Kafka's command-line tools (its main class) and returns what it printed."""
-    command = ["java", "-Xmx256m", "-cp", jars_classpath(version), main_class, *args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    """Runs one of Kafka's command-line tools by its main class; returns its stdout."""
+    command = ["java", *TOOL_JVM_OPTIONS, "-cp", classpath(version), main_class, *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
     if result.returncode != 0:
-        raise BrokerError(f"{main_class} {' '.join(args)} failed ({result.returncode}): {result.stderr[-2000:]}")
+        raise BrokerError(
+            f"{main_class} {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}{result.stdout[-1000:]}"
+        )
     return result.stdout
 
 
-def dump_offsets(files: list[Path], version: str = "4") -> str:
-    """Kafka's own decode of __consumer_offsets segments: DumpLogSegments --offsets-decoder."""
-    return run_tool(
-        version, "kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", ",".join(str(file) for file in files)
-    )
+def dump_offsets(files: Iterable[Path | str], version: str = "4") -> str:
+    """Kafka's own decode of __consumer_offsets segment files (DumpLogSegments --offsets-decoder), one JVM."""
+    paths = [str(path) for path in files]
+    if not paths:
+        raise BrokerError("dump_offsets needs at least one segment file")
+    return run_tool(version, DUMP_LOG_SEGMENTS, "--offsets-decoder", "--files", ",".join(paths))
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def server_properties(log_dir: Path, port: int, controller_port: int, offsets_retention_minutes: int) -> str:
-    return "\n".join(
-        [
-            "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            f"log.dirs={log_dir}",
-            "num.partitions=1",
-            "auto.create.topics.enable=false",
-            "offsets.topic.replication.factor=1",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
-            # Scenario speed: rebalances start at once, dead members are noticed in seconds, and the
-            # expiry sweep runs every second so expiring offsets can be observed in a scenario.
-            "group.initial.rebalance.delay.ms=0",
-            "group.min.session.timeout.ms=1000",
-            "group.consumer.min.session.timeout.ms=1000",
-            "group.consumer.session.timeout.ms=6000",
-            "group.consumer.min.heartbeat.interval.ms=500",
-            "group.consumer.heartbeat.interval.ms=500",
-            "offsets.retention.check.interval.ms=1000",
-            f"offsets.retention.minutes={offsets_retention_minutes}",
-            "",
-        ]
-    )
+def port_accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def server_properties(
+    version: str, log_dir: Path, port: int, controller_port: int, settings: Mapping[str, object]
+) -> str:
+    properties: dict[str, object] = {
+        "process.roles": "broker,controller",
+        "node.id": 1,
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": log_dir,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "false",
+        # offsets.topic.num.partitions stays at Kafka's 50: which partition a group lands in is real data.
+        "offsets.topic.replication.factor": 1,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        # Rebalances start at once; members may use session timeouts of a few seconds, so a crashed
+        # member is noticed quickly; the offset-expiry sweep runs every second.
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 1000,
+        "offsets.retention.check.interval.ms": 1000,
+        "offsets.retention.minutes": DEFAULT_OFFSETS_RETENTION_MINUTES,
+    }
+    if version != "3.9":
+        properties |= {
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+        }
+    # KIP-848 groups: session and heartbeat are broker settings (defaults 45 s and 5 s, minimums as large).
+    properties |= {
+        "group.consumer.min.session.timeout.ms": 1000,
+        "group.consumer.session.timeout.ms": 6000,
+        "group.consumer.min.heartbeat.interval.ms": 500,
+        "group.consumer.heartbeat.interval.ms": 1000,
+    }
+    properties |= dict(settings)
+    return "".join(f"{key}={value}\n" for key, value in properties.items())
 
 
 class Broker:
-    def __init__(self, version: str = "4", workdir: Path | None = None, offsets_retention_minutes: int = 10080):
-        if version not in KAFKA_VERSIONS:
-            raise BrokerError(f"unknown lab Kafka version {version!r}; known: {', '.join(KAFKA_VERSIONS)}")
+    """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2) with its data in `workdir`.
+
+    `settings` override or add server.properties entries (e.g. `offsets.retention.minutes`, or
+    `group.coordinator.rebalance.protocols` to enable KIP-848 groups on 3.9).
+    """
+
+    def __init__(
+        self,
+        version: str = "4",
+        workdir: Path | str = REPO_ROOT / ".lab" / "broker",
+        port: int | None = None,
+        *,
+        offsets_retention_minutes: int = DEFAULT_OFFSETS_RETENTION_MINUTES,
+        settings: Mapping[str, object] | None = None,
+    ):
+        classpath(version)  # fail early, with the bootstrap hint, if the jars are missing
         self.version = version
         self.kafka_version = KAFKA_VERSIONS[version]
-        self.workdir = Path(workdir or REPO_ROOT / ".lab" / f"kafka-{version}")
-        self.log_dir = self.workdir / "data"
-        self.port = _free_port()
-        self.controller_port = _free_port()
-        self.offsets_retention_minutes = offsets_retention_minutes
+        self.workdir = Path(workdir)
+        self.port = port or free_port()
+        self.controller_port = free_port()
+        self.settings = {"offsets.retention.minutes": offsets_retention_minutes, **(settings or {})}
         self.process: subprocess.Popen | None = None
 
     @property
@@ -108,59 +166,97 @@ class Broker:
         return f"127.0.0.1:{self.port}"
 
     @property
-    def broker_log(self) -> Path:
+    def log_dir(self) -> Path:
+        return self.workdir / "data"
+
+    @property
+    def log_file(self) -> Path:
         return self.workdir / "broker.log"
 
+    @property
+    def config_file(self) -> Path:
+        return self.workdir / "server.properties"
+
     def start(self) -> Broker:
+        if self.log_dir.exists() and any(self.log_dir.iterdir()):
+            raise BrokerError(f"{self.log_dir} is not empty; a lab broker always starts from fresh storage")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        config = self.workdir / "server.properties"
-        config.write_text(
-            server_properties(self.log_dir, self.port, self.controller_port, self.offsets_retention_minutes)
+        self.config_file.write_text(
+            server_properties(self.version, self.log_dir, self.port, self.controller_port, self.settings)
         )
+        logging = []
+        if self.version == "3.9":
+            (self.workdir / "log4j.properties").write_text(RELOAD4J_CONSOLE)
+            logging = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"]
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        run_tool(self.version, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config))
-        with open(self.broker_log, "wb") as log:
+        self.run_tool(
+            "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(self.config_file)
+        )
+        with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(
-                ["java", "-Xmx512m", "-Xms256m", "-cp", jars_classpath(self.version), "kafka.Kafka", str(config)],
+                [
+                    "java",
+                    "-Xmx512m",
+                    "-Xms128m",
+                    *logging,
+                    "-cp",
+                    classpath(self.version),
+                    "kafka.Kafka",
+                    str(self.config_file),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        self._wait_until_ready()
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def _wait_until_ready(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 2})
         deadline = time.monotonic() + STARTUP_DEADLINE_S
+        admin = None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise BrokerError(
-                    f"Kafka {self.kafka_version} exited ({self.process.returncode}) while starting:\n{self._log_tail()}"
+                    f"Kafka {self.kafka_version} exited with {self.process.returncode} while starting; "
+                    f"{self.log_file}:\n{self.log_tail()}"
                 )
-            try:
-                metadata = admin.list_topics(timeout=2)
-                if metadata.brokers:
-                    return
-            except Exception:  # not accepting connections yet; retried until the deadline
+            if not port_accepts(self.port):
+                time.sleep(0.2)  # poll interval while the JVM starts; readiness is the checks around it
                 continue
-        self.stop()
-        raise BrokerError(f"Kafka {self.kafka_version} not ready after {STARTUP_DEADLINE_S}s:\n{self._log_tail()}")
+            admin = admin or AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+            try:
+                if admin.list_topics(timeout=5).brokers:
+                    return
+            except Exception:  # the listener is up before the broker is unfenced: ask again
+                time.sleep(0.2)
+        raise BrokerError(
+            f"Kafka {self.kafka_version} not ready after {STARTUP_DEADLINE_S}s; {self.log_file}:\n{self.log_tail()}"
+        )
 
-    def _log_tail(self, lines: int = 40) -> str:
-        if not self.broker_log.exists():
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.log_file.exists():
             return "(no broker log)"
-        return "\n".join(self.broker_log.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
+        """SIGTERM and wait: Kafka's controlled shutdown closes (and flushes) every segment."""
         if self.process is None or self.process.poll() is not None:
             return
-        self.process.terminate()
+        self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(SHUTDOWN_DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+            raise BrokerError(
+                f"Kafka {self.kafka_version} did not stop within {SHUTDOWN_DEADLINE_S}s and was killed; "
+                f"its segments may be incomplete:\n{self.log_tail()}"
+            ) from None
 
     def __enter__(self) -> Broker:
         return self.start()
@@ -168,17 +264,60 @@ class Broker:
     def __exit__(self, *_) -> None:
         self.stop()
 
-    def consumer_groups_command(self, *args: str) -> str:
-        return run_tool(
-            self.version,
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-            "--bootstrap-server",
-            self.bootstrap_servers,
-            *args,
-        )
+    def run_tool(self, main_class: str, *args: str) -> str:
+        return run_tool(self.version, main_class, *args)
+
+    def dump_offsets(self, files: Iterable[Path | str]) -> str:
+        return dump_offsets(files, self.version)
+
+    def consumer_groups(self, *args: str) -> str:
+        """kafka-consumer-groups against this broker."""
+        return self.run_tool(CONSUMER_GROUP_COMMAND, "--bootstrap-server", self.bootstrap_servers, *args)
 
     def describe_groups(self) -> str:
-        return self.consumer_groups_command("--describe", "--all-groups")
+        return self.consumer_groups("--describe", "--all-groups")
+
+    def describe_members(self) -> str:
+        return self.consumer_groups("--describe", "--all-groups", "--members", "--verbose")
+
+    def describe_state(self) -> str:
+        return self.consumer_groups("--describe", "--all-groups", "--state")
+
+    def end_offsets(self, topics: Iterable[str], deadline_s: float = 60) -> dict[str, dict[int, int]]:
+        """{topic: {partition: end offset}} (the log end offset, what a read_uncommitted reader sees)."""
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        retriable = _not_ready_codes()
+        deadline = time.monotonic() + deadline_s
+        while True:
+            metadata = admin.list_topics(timeout=30)
+            request = {
+                TopicPartition(topic, partition): OffsetSpec.latest()
+                for topic in topics
+                for partition in metadata.topics[topic].partitions
+            }
+            try:
+                ends = (
+                    {
+                        (partition.topic, partition.partition): future.result().offset
+                        for partition, future in admin.list_offsets(request, request_timeout=30).items()
+                    }
+                    if request
+                    else {}
+                )
+                break
+            except KafkaException as error:  # e.g. a new partition whose leader is not known yet
+                if error.args[0].code() not in retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        result: dict[str, dict[int, int]] = {}
+        for (topic, partition), end in sorted(ends.items()):
+            result.setdefault(topic, {})[partition] = end
+        return result
 
     def offsets_segments(self) -> list[Path]:
-        return sorted(path for path in self.log_dir.glob("__consumer_offsets-*/*.log") if path.stat().st_size)
+        """The non-empty __consumer_offsets-N/*.log segment files, in partition then offset order."""
+        segments = [path for path in self.log_dir.glob("__consumer_offsets-*/*.log") if path.stat().st_size]
+        return sorted(segments, key=lambda path: (int(path.parent.name.rsplit("-", 1)[1]), path.name))

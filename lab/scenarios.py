@@ -42,12 +42,18 @@ class Lab:
         self.events.append({"at_ms": int(time.time() * 1000), "event": event, **details})
 
     def create_topic(self, name: str, partitions: int) -> None:
+        if self.topics.get(name) == partitions:  # scenarios composed on one broker share topics
+            return
         self.admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
         self.topics[name] = partitions
         self.record("topic_created", topic=name, partitions=partitions)
 
     def add_partitions(self, name: str, total: int) -> None:
         self.admin.create_partitions([NewPartitions(name, total)])[name].result(30)
+        self.wait_for(
+            f"{name} to have {total} partitions",
+            lambda: len(self.producer.list_topics(name, 10).topics[name].partitions) == total,
+        )
         self.topics[name] = total
         self.record("partitions_added", topic=name, partitions=total)
 
@@ -231,23 +237,23 @@ def sticky_eager(lab: Lab) -> None:
 def static_membership(lab: Lab) -> None:
     """A static member restarts within its session timeout (replaced, no rebalance), then past it."""
     group = "static"
-    lab.create_topic("orders", 4)
-    lab.produce("orders", 40)
-    lab.start_member("s1", group, "orders", instance_id="static-1", session_timeout_ms=6000)
-    lab.wait_for_group(group, 1, ("orders",))
-    lab.start_member("s2", group, "orders", instance_id="static-2", session_timeout_ms=6000)
-    lab.wait_for_group(group, 2, ("orders",))
+    lab.create_topic("shipments", 4)
+    lab.produce("shipments", 40)
+    lab.start_member("s1", group, "shipments", instance_id="static-1", session_timeout_ms=6000)
+    lab.wait_for_group(group, 1, ("shipments",))
+    lab.start_member("s2", group, "shipments", instance_id="static-2", session_timeout_ms=6000)
+    lab.wait_for_group(group, 2, ("shipments",))
     lab.kill_member("s1")
-    lab.start_member("s1-restarted", group, "orders", instance_id="static-1", session_timeout_ms=6000)
-    lab.wait_for_group(group, 2, ("orders",))
+    lab.start_member("s1-restarted", group, "shipments", instance_id="static-1", session_timeout_ms=6000)
+    lab.wait_for_group(group, 2, ("shipments",))
     lab.record("expected", note="static-1 replaced within its session timeout: same generation, no rebalance")
     lab.kill_member("s2")
-    lab.wait_for_group(group, 1, ("orders",))
+    lab.wait_for_group(group, 1, ("shipments",))
     lab.record("expected", note="static-2 gone past its session timeout: a rebalance")
-    lab.start_member("s2-back", group, "orders", instance_id="static-2", session_timeout_ms=6000)
-    lab.wait_for_group(group, 2, ("orders",))
-    lab.produce("orders", 20)
-    lab.wait_caught_up(group, ("orders",))
+    lab.start_member("s2-back", group, "shipments", instance_id="static-2", session_timeout_ms=6000)
+    lab.wait_for_group(group, 2, ("shipments",))
+    lab.produce("shipments", 20)
+    lab.wait_caught_up(group, ("shipments",))
 
 
 def commit_with_retention(
@@ -317,10 +323,7 @@ def lifecycle(lab: Lab) -> None:
         lab.wait_caught_up(group, ("events", "audit"))
         lab.stop_member(f"{group}-m")
         lab.wait_for_empty(group)
-    result = lab.admin.delete_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions("life-empty", [TopicPartition("audit", 0)])]
-    )
-    result["life-empty"].result(30)
+    lab.broker.consumer_groups_command("--delete-offsets", "--group", "life-empty", "--topic", "audit:0")
     lab.record("offsets_deleted", group="life-empty", partitions=["audit-0"])
     lab.admin.delete_consumer_groups(["life-deleted"])["life-deleted"].result(30)
     lab.record("group_deleted", group="life-deleted")
@@ -333,8 +336,8 @@ def lifecycle(lab: Lab) -> None:
 def transactions(lab: Lab) -> None:
     """Transactional offset commits: one committed, one aborted, one still open at capture time."""
     group = "txn-group"
-    lab.create_topic("payments", 2)
-    lab.produce("payments", 40)
+    lab.create_topic("refunds", 2)
+    lab.produce("refunds", 40)
     consumer = Consumer({"bootstrap.servers": lab.broker.bootstrap_servers, "group.id": group, "log_level": 3})
     producer = Producer(
         {"bootstrap.servers": lab.broker.bootstrap_servers, "transactional.id": "lab-txn", "log_level": 3}
@@ -344,7 +347,7 @@ def transactions(lab: Lab) -> None:
         for offset, outcome in ((10, "commit"), (20, "abort"), (30, "open")):
             producer.begin_transaction()
             producer.send_offsets_to_transaction(
-                [TopicPartition("payments", 0, offset), TopicPartition("payments", 1, offset)],
+                [TopicPartition("refunds", 0, offset), TopicPartition("refunds", 1, offset)],
                 consumer.consumer_group_metadata(),
                 30,
             )
@@ -353,7 +356,7 @@ def transactions(lab: Lab) -> None:
             elif outcome == "abort":
                 producer.abort_transaction(30)
             lab.record(f"transaction_{outcome}", group=group, offset=offset)
-        lab.wait_for("the committed transactional offset", lambda: lab.committed(group).get(("payments", 0)) == 10)
+        lab.wait_for("the committed transactional offset", lambda: lab.committed(group).get(("refunds", 0)) == 10)
     finally:
         consumer.close()
     lab.open_transaction_producer = producer  # kept open: its offsets stay pending in the capture
@@ -375,6 +378,16 @@ def kip848(lab: Lab) -> None:
     lab.wait_caught_up(group, ("payments",))
 
 
+def tour(lab: Lab) -> None:
+    """Several scenarios on one broker: the small, rich capture shipped in samples/ for the quick start."""
+    classic_eager(lab, "range")
+    cooperative(lab)
+    static_membership(lab)
+    transactions(lab)
+    lifecycle(lab)
+    kip848(lab)
+
+
 SCENARIOS: dict[str, tuple[Callable[[Lab], None], tuple[str, ...]]] = {
     "eager-range": (lambda lab: classic_eager(lab, "range"), ("4", "3.9")),
     "eager-roundrobin": (lambda lab: classic_eager(lab, "roundrobin"), ("4", "3.9")),
@@ -384,4 +397,5 @@ SCENARIOS: dict[str, tuple[Callable[[Lab], None], tuple[str, ...]]] = {
     "lifecycle": (lifecycle, ("4", "3.9")),
     "transactions": (transactions, ("4", "3.9")),
     "kip848": (kip848, ("4",)),
+    "tour": (tour, ("4",)),
 }
