@@ -1,16 +1,20 @@
-"""Make the lab captures: for each Kafka version and scenario, a fresh broker, the scenario, and what
-Kafka itself says about the result.
+"""Make the lab captures: for each Kafka line and scenario, a fresh broker, the scenario, and what Kafka
+itself says about the result.
 
     python -m lab.capture [--version 4|3.9|all] [--scenario NAME|all] [--out tests/captures]
 
-Each capture directory `<out>/kafka-<version>/<scenario>/` holds:
-  segments/__consumer_offsets-N/*.log   the broker's own segment files (non-empty partitions)
-  dump-offsets.txt                      DumpLogSegments --offsets-decoder over those files
-  describe.txt, describe-members.txt    kafka-consumer-groups --describe (--members --verbose)
-  end_offsets.json                      end offsets of the scenario's topics when described
-  scenario.json                         the ground truth: every event the driver caused
-Members are still alive when the broker is described and stopped, so the segments end where the
-description was taken.
+Each capture `<out>/kafka-<version>/<scenario>/` holds:
+  segments/__consumer_offsets-N/<base offset>.log   the broker's own segment files (non-empty partitions)
+  dump-offsets.txt          DumpLogSegments --offsets-decoder over those files (Kafka's decode)
+  describe.txt              kafka-consumer-groups --describe --all-groups
+  describe-members.txt      ... --members --verbose
+  describe-state.txt        ... --state
+  end_offsets.json          {"observed_at_ms": ..., "offsets": {topic: {partition: end offset}}}
+  scenario.json             the ground truth: driver and member events, expectations, and a check of
+                            the expected generations against the group records Kafka decoded
+Members still running at the end are described live, then the broker is stopped cleanly (segments
+flushed) and only then are the members killed, so the segments end where the description was taken.
+A capture replaces the previous one of the same scenario.
 """
 
 from __future__ import annotations
@@ -22,65 +26,87 @@ import sys
 import time
 from pathlib import Path
 
-from lab.broker import KAFKA_VERSIONS, REPO_ROOT, Broker, dump_offsets
-from lab.scenarios import SCENARIOS, Lab
+from lab.broker import KAFKA_VERSIONS, REPO_ROOT, Broker
+from lab.driver import ScenarioLog
+from lab.dump import check_expectations, group_history
+from lab.scenarios import SCENARIO_MODULES, scenario
 
 DEFAULT_OUT = REPO_ROOT / "tests" / "captures"
+WORK_ROOT = REPO_ROOT / ".lab" / "capture"
 
 
-def capture(version: str, scenario: str, out: Path) -> Path:
-    run, versions = SCENARIOS[scenario]
-    if version not in versions:
-        raise ValueError(f"scenario {scenario} does not run on Kafka {version}")
-    target = out / f"kafka-{KAFKA_VERSIONS[version]}" / scenario
-    workdir = REPO_ROOT / ".lab" / f"kafka-{version}" / scenario
-    shutil.rmtree(workdir, ignore_errors=True)
+def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> Path:
+    module = scenario(name)
     started = time.monotonic()
-    broker = Broker(version, workdir).start()
-    lab = Lab(broker)
+    workdir = work_root / f"kafka-{version}" / name
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    settings = getattr(module, "BROKER_SETTINGS", {}).get(version, {})
+    broker = Broker(version, workdir / "broker", settings=settings)
+    record = ScenarioLog(name, broker.kafka_version, workdir)
+    broker.start()
     try:
-        run(lab)
-        end_offsets = {"observed_at_ms": int(time.time() * 1000), "offsets": lab.end_offsets()}
-        describe = broker.describe_groups()
-        describe_members = broker.consumer_groups_command("--describe", "--all-groups", "--members", "--verbose")
+        module.run(broker, record)
+        end_offsets = {"observed_at_ms": int(time.time() * 1000), "offsets": broker.end_offsets(sorted(record.topics))}
+        describe = {
+            "describe.txt": broker.describe_groups(),
+            "describe-members.txt": broker.describe_members(),
+            "describe-state.txt": broker.describe_state(),
+        }
     finally:
-        lab.close_clients()
-        broker.stop()
-        lab.kill_all_members()
-    shutil.rmtree(target, ignore_errors=True)
-    for segment in broker.offsets_segments():
-        destination = target / "segments" / segment.parent.name / segment.name
+        try:
+            broker.stop()
+        finally:
+            record.close()
+    segments = broker.offsets_segments()
+    staged = workdir / "out"
+    for segment in segments:
+        destination = staged / "segments" / segment.parent.name / segment.name
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(segment, destination)
-    copied = sorted((target / "segments").rglob("*.log"))
-    (target / "dump-offsets.txt").write_text(dump_offsets(copied, version))
-    (target / "describe.txt").write_text(describe)
-    (target / "describe-members.txt").write_text(describe_members)
-    (target / "end_offsets.json").write_text(json.dumps(end_offsets, indent=2, sort_keys=True) + "\n")
-    (target / "scenario.json").write_text(
-        json.dumps({"scenario": scenario, "kafka_version": KAFKA_VERSIONS[version], "events": lab.events}, indent=2)
-        + "\n"
-    )
+    copied = sorted((staged / "segments").glob("*/*.log"))
+    dump = broker.dump_offsets(copied)
+    (staged / "dump-offsets.txt").write_text(dump)
+    for file_name, text in describe.items():
+        (staged / file_name).write_text(text)
+    (staged / "end_offsets.json").write_text(json.dumps(end_offsets, indent=2) + "\n")
+    truth = record.as_json()
+    truth["group_history"] = group_history(dump)
+    truth["checks"] = check_expectations(truth["expected"], truth["group_history"])
+    (staged / "scenario.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n")
+    target = out / f"kafka-{broker.kafka_version}" / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(staged, target)
+    failed = [check for check in truth["checks"] if not check["ok"]]
+    size_kb = sum(path.stat().st_size for path in target.rglob("*") if path.is_file()) / 1024
     print(
-        f"captured kafka-{KAFKA_VERSIONS[version]}/{scenario}: {len(copied)} segment file(s), "
-        f"{time.monotonic() - started:.0f}s",
+        f"captured kafka-{broker.kafka_version}/{name}: {len(copied)} segment file(s), {size_kb:.0f} KB, "
+        f"{time.monotonic() - started:.0f}s, {len(truth['checks']) - len(failed)}/{len(truth['checks'])} "
+        "expectations seen in the log",
         flush=True,
     )
+    for check in failed:
+        print(f"  NOT SEEN: {check}", flush=True)
     return target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", default="all", choices=(*KAFKA_VERSIONS, "all"))
-    parser.add_argument("--scenario", default="all", choices=(*SCENARIOS, "all"))
+    parser.add_argument("--scenario", default="all", choices=(*SCENARIO_MODULES, "all"))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     versions = list(KAFKA_VERSIONS) if args.version == "all" else [args.version]
-    scenarios = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    names = list(SCENARIO_MODULES) if args.scenario == "all" else [args.scenario]
+    started = time.monotonic()
     for version in versions:
-        for scenario in scenarios:
-            if version in SCENARIOS[scenario][1]:
-                capture(version, scenario, args.out)
+        for name in names:
+            if version in scenario(name).VERSIONS:
+                capture(version, name, args.out)
+            elif args.scenario != "all":
+                print(f"{name} does not run on Kafka {KAFKA_VERSIONS[version]}; skipped", flush=True)
+    print(f"done in {time.monotonic() - started:.0f}s", flush=True)
     return 0
 
 

@@ -169,8 +169,12 @@ class Lab:
         self.record.event("member_killed", member=name)
 
     def close(self) -> None:
+        """After the capture (broker stopped): members still running are killed; nothing reaches the log."""
         for name in list(self.members):
-            self.kill_member(name)
+            process = self.members.pop(name)
+            process.kill()
+            process.wait(30)
+            self.record.event("member_killed_after_capture", member=name)
         self.producer.flush(5)
 
     # --- waiting on the broker's view ------------------------------------------------------------
@@ -238,10 +242,14 @@ class Lab:
         return {f"{topic}-{part}": end for topic, parts in ends.items() for part, end in parts.items()}
 
     def wait_caught_up(self, group: str, topics: Iterable[str]) -> None:
-        """Waits until the group's committed offsets equal the end offsets of `topics`."""
-        topics = list(topics)
-        ends = self.end_offsets(topics)
-        self.wait_for(f"group {group} to commit up to {ends}", lambda: self.committed(group) == ends)
+        """Waits until the group has committed the end offset of every non-empty partition of `topics`."""
+        ends = {part: end for part, end in self.end_offsets(topics).items() if end > 0}
+
+        def caught_up() -> bool:
+            committed = self.committed(group)
+            return all(committed.get(part) == end for part, end in ends.items())
+
+        self.wait_for(f"group {group} to commit up to {ends}", caught_up)
         self.record.event("group_caught_up", group=group, committed=ends)
 
 

@@ -1,0 +1,96 @@
+"""Reading Kafka's own decode (DumpLogSegments --offsets-decoder, Kafka 3.8+ JSON form) back into
+records, and checking what a scenario expected by construction against the group records Kafka decoded.
+
+This is lab tooling for the captures (a readable `group_history` in scenario.json and a self-check of
+each run), not groupscope's decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_DUMPING = re.compile(r"^Dumping .*__consumer_offsets-(?P<partition>\d+)/")
+_BATCH = re.compile(r"^baseOffset: \d+ .* isTransactional: (?P<txn>\w+) isControl: (?P<control>\w+) ")
+_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) CreateTime: (?P<at>-?\d+) ")
+_PRODUCER = re.compile(r" producerId: (?P<pid>-?\d+) ")
+
+
+def parse_dump(text: str) -> list[dict]:
+    """One dict per record line: partition, offset, at_ms, producer_id, is_transactional, and either
+    `marker` (COMMIT/ABORT) or `type`, `key`, `version`, `value` (None for a tombstone)."""
+    records: list[dict] = []
+    partition, batch = None, {}
+    for line in text.splitlines():
+        if match := _DUMPING.match(line):
+            partition = int(match["partition"])
+        elif match := _BATCH.match(line):
+            producer = _PRODUCER.search(line)
+            batch = {"is_transactional": match["txn"] == "true", "producer_id": int(producer["pid"])}
+        elif match := _RECORD.match(line):
+            entry = {"partition": partition, "offset": int(match["offset"]), "at_ms": int(match["at"]), **batch}
+            if " endTxnMarker: " in line:
+                entry["marker"] = line.split(" endTxnMarker: ", 1)[1].split()[0]
+            elif " key: " in line:
+                key_text, _, payload = line.split(" key: ", 1)[1].partition(" payload: ")
+                key = json.loads(key_text)
+                entry |= {"type": int(key["type"]), "key": key["data"]}
+                if payload == "<DELETE>":
+                    entry |= {"version": None, "value": None}
+                else:
+                    value = json.loads(payload)
+                    entry |= {"version": int(value["version"]), "value": value["data"]}
+            records.append(entry)
+    return records
+
+
+def group_history(dump_text: str) -> dict[str, list[dict]]:
+    """Per group, the classic group records (type 2) and KIP-848 group epochs (type 3), in log order."""
+    history: dict[str, list[dict]] = {}
+    for record in parse_dump(dump_text):
+        kind = record.get("type")
+        if kind == 2:
+            group, value = record["key"]["group"], record["value"]
+            entry = {"offset": record["offset"], "at_ms": record["at_ms"], "type": 2}
+            if value is None:
+                entry["tombstone"] = True
+            else:
+                entry |= {
+                    "generation": value["generation"],
+                    "protocol_type": value["protocolType"],
+                    "protocol": value["protocol"],
+                    "members": sorted(m["groupInstanceId"] or m["clientId"] for m in value["members"]),
+                    "member_ids": sorted(m["memberId"] for m in value["members"]),
+                }
+        elif kind == 3:
+            group, value = record["key"]["groupId"], record["value"]
+            entry = {"offset": record["offset"], "at_ms": record["at_ms"], "type": 3}
+            entry |= {"tombstone": True} if value is None else {"epoch": value["epoch"]}
+        else:
+            continue
+        history.setdefault(group, []).append(entry)
+    return history
+
+
+def check_expectations(expected: list[dict], history: dict[str, list[dict]]) -> list[dict]:
+    """Each expectation with what the log shows. Facts understood: `generation` (+ `members`, a count),
+    `replaced_instance` (two records of that generation with different member ids), `epoch` (type 3),
+    `deleted` (a group tombstone)."""
+    checks = []
+    for expectation in expected:
+        records = history.get(expectation["group"], [])
+        values = [entry for entry in records if not entry.get("tombstone")]
+        ok = True
+        if "generation" in expectation:
+            same = [entry for entry in values if entry.get("generation") == expectation["generation"]]
+            if "members" in expectation:
+                same = [entry for entry in same if len(entry["members"]) == expectation["members"]]
+            ok &= bool(same)
+            if "replaced_instance" in expectation:
+                ok &= len({tuple(entry["member_ids"]) for entry in same}) >= 2
+        if "epoch" in expectation:
+            ok &= any(entry.get("epoch") == expectation["epoch"] for entry in values)
+        if expectation.get("deleted"):
+            ok &= bool(records) and bool(records[-1].get("tombstone"))
+        checks.append({**expectation, "ok": ok})
+    return checks

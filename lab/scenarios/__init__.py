@@ -1,0 +1,27 @@
+"""Scenario drivers: each module has `run(broker, record)`, `VERSIONS` (the Kafka lines it runs on) and,
+optionally, `BROKER_SETTINGS` ({line: server.properties overrides}) for the fresh broker it needs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+# name -> module under lab.scenarios; the order is the capture order.
+SCENARIO_MODULES = {
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "sticky": "sticky",
+    "cooperative-sticky": "cooperative_sticky",
+    "static": "static_membership",
+    "lifecycle": "lifecycle",
+    "commits": "commits",
+    "transactions": "transactions",
+    "kip848": "kip848",
+    "connect": "connect",
+    "quickstart": "quickstart",
+}
+
+
+def scenario(name: str) -> ModuleType:
+    return import_module(f"lab.scenarios.{SCENARIO_MODULES[name]}")
