@@ -337,7 +337,7 @@ def test_kip848_worked_examples():
         "member_epoch": 5,
         "previous_member_epoch": 4,
         "state": 0,
-        "assigned_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 1]}],
+        "assigned_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 1], "assignment_epochs": None}],
         "partitions_pending_revocation": [],
     }
 

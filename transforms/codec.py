@@ -202,6 +202,9 @@ def _struct_reader(
         else:
             steps.append((field.name, _field_reader(field, version, flexible, tagged=False)))
 
+    # Kafka's JSON shows an absent tagged field whose default is null as null; others it omits.
+    null_default_tags = [field.name for field, _ in tagged.values() if field.default is None]
+
     def read(buf: bytes, pos: int) -> tuple[object, int]:
         values: dict[str, object] = {}
         field_name = "?"
@@ -213,6 +216,8 @@ def _struct_reader(
             if flexible:
                 field_name = "tagged fields"
                 pos = _read_tagged_section(buf, pos, tagged, values)
+                for absent in null_default_tags:
+                    values.setdefault(absent, None)
         except CorruptRecordError as error:
             raise CorruptRecordError(f"{name}.{field_name}: {error.where}", error.expected, error.found) from None
         return values, pos
