@@ -1,0 +1,39 @@
+"""The group -> __consumer_offsets partition function equals Kafka's, on JDK vectors and on real data."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.segment_files import read_paths
+from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
+from transforms.coordinator_codec import decode_record
+from transforms.partitioning import java_string_hashcode, offsets_partition
+
+
+# Checked with the JDK's String.hashCode (kafka-record-formats.md section 10).
+@pytest.mark.parametrize(
+    ("group", "hashcode", "partition"),
+    [
+        ("my-group", -1906497762, 12),
+        ("console-consumer-12345", 158455506, 6),
+        ("connect-cluster", 1440343063, 13),
+        ("grüße", 98768023, 23),
+        ("😀", 1772899, 49),
+        ("polygenelubricants", -2147483648, 0),
+    ],
+)
+def test_jdk_vectors(group, hashcode, partition):
+    assert java_string_hashcode(group) == hashcode
+    assert offsets_partition(group) == partition
+
+
+def test_every_real_group_sits_in_the_partition_kafka_chose():
+    checked = 0
+    roots = [PUBLIC_FIXTURES, REPO_ROOT / "tests" / "captures"]
+    for record in read_paths([str(root) for root in roots]):
+        decoded = decode_record(record.key, record.value)
+        assert decoded.key is not None and record.partition is not None
+        group = decoded.key["group"] if "group" in decoded.key else decoded.key["group_id"]  # "" is a valid id
+        assert offsets_partition(group) == record.partition, (group, record.source_file)
+        checked += 1
+    assert checked > 3000
