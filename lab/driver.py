@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from lab.broker import Broker
@@ -117,7 +117,8 @@ class Lab:
 
     def _wait_for_leaders(self, name: str, partitions: int) -> None:
         def led() -> bool:
-            topic = self.admin.list_topics(name, timeout=10).topics.get(name)
+            # Asked through the producer, so its own metadata cache learns new partitions too.
+            topic = self.producer.list_topics(name, timeout=10).topics.get(name)
             return (
                 bool(topic)
                 and len(topic.partitions) == partitions
@@ -219,6 +220,15 @@ class Lab:
     def wait_for_state(self, group: str, state: str) -> None:
         self.wait_for(f"group {group} {state}", lambda: self.describe(group).state.name == state.upper())
         self.record.event("group_state", group=group, state=state)
+
+    def group_gone(self, group: str) -> bool:
+        """The coordinator no longer knows the group (deleted, or expired with all its offsets)."""
+        try:
+            return self.describe(group).state.name == "DEAD"
+        except KafkaException as error:
+            if error.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return True
+            raise
 
     def member_ids(self, group: str) -> dict[str, str]:
         """{group.instance.id or client id: member id}."""

@@ -74,7 +74,9 @@ def run_confluent(args: argparse.Namespace, log: EventLog, stopping: Callable[[]
         due = {key: offset for key, offset in consumed.items() if key in owned and committed.get(key) != offset}
         if not due:
             return
-        offsets = [TopicPartition(topic, part, offset, metadata=args.metadata) for (topic, part), offset in due.items()]
+        # confluent-kafka sends a given metadata string with a trailing NUL byte (seen in the log as "...\u0000").
+        extra = {} if args.metadata is None else {"metadata": args.metadata}
+        offsets = [TopicPartition(topic, part, offset, **extra) for (topic, part), offset in due.items()]
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
         except Exception as error:  # e.g. a commit racing a rebalance; the next tick commits again
@@ -113,7 +115,6 @@ def run_confluent(args: argparse.Namespace, log: EventLog, stopping: Callable[[]
 def run_kafka_python(args: argparse.Namespace, log: EventLog, stopping: Callable[[], bool]) -> None:
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
-
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
     assignors = {"sticky": StickyPartitionAssignor}
@@ -139,7 +140,8 @@ def run_kafka_python(args: argparse.Namespace, log: EventLog, stopping: Callable
         if not due:
             return
         try:
-            consumer.commit({tp: OffsetAndMetadata(offset, args.metadata, -1) for tp, offset in due.items()})
+            metadata = args.metadata or ""
+            consumer.commit({tp: OffsetAndMetadata(offset, metadata, -1) for tp, offset in due.items()})
         except Exception as error:  # e.g. a commit racing a rebalance; the next poll commits again
             log("commit_failed", error=str(error))
             return
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instance-id")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--commit-interval-ms", type=int, default=500)
-    parser.add_argument("--metadata", default="")
+    parser.add_argument("--metadata", help="commit metadata string; none given: the client's default")
     args = parser.parse_args(argv)
     stop_requested: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _: stop_requested.append(signum))
