@@ -188,9 +188,15 @@ class Broker:
         if self.version == "3.9":
             (self.workdir / "log4j.properties").write_text(RELOAD4J_CONSOLE)
             logging = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"]
+        # Passed as --cluster-id=ID: a random id may start with "-", which would read as an option.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         self.run_tool(
-            "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(self.config_file)
+            "kafka.tools.StorageTool",
+            "format",
+            "--standalone",
+            f"--cluster-id={cluster_id}",
+            "-c",
+            str(self.config_file),
         )
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(

@@ -19,10 +19,11 @@ from pathlib import Path
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from lab.broker import Broker
+from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
 
 WAIT_DEADLINE_S = 60
 POLL_INTERVAL_S = 0.2
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 SESSION_TIMEOUT_MS = 6000  # classic members; the broker's group.consumer.session.timeout.ms matches it
 
 
@@ -139,17 +140,39 @@ class Lab:
 
     # --- members ---------------------------------------------------------------------------------
     def start_member(self, name: str, group: str, topics: Iterable[str], **options: object) -> None:
-        """A member process (lab.member); options are its flags, e.g. assignor="range", instance_id="s1"."""
+        """A member process (lab.member); options are its flags, e.g. assignor="range", instance_id="s1".
+        client="java" runs Kafka's own console consumer (the Java client of the broker's line) instead."""
         topic_list = ",".join(topics)
-        command = [sys.executable, "-m", "lab.member", "--bootstrap", self.broker.bootstrap_servers]
-        command += ["--group", group, "--topics", topic_list, "--name", name]
-        command += ["--events", str(self.record.workdir / f"member-{name}.jsonl")]
-        for option, value in options.items():
-            command += [f"--{option.replace('_', '-')}", str(value)]
+        if options.get("client") == "java":
+            command = self._java_member(name, group, topic_list, **options)
+        else:
+            command = [sys.executable, "-m", "lab.member", "--bootstrap", self.broker.bootstrap_servers]
+            command += ["--group", group, "--topics", topic_list, "--name", name]
+            command += ["--events", str(self.record.workdir / f"member-{name}.jsonl")]
+            for option, value in options.items():
+                command += [f"--{option.replace('_', '-')}", str(value)]
         with open(self.record.workdir / f"member-{name}.log", "ab") as log:
-            self.members[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            self.members[name] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
         self.record.groups.add(group)
         self.record.event("member_started", member=name, group=group, topics=topic_list, **options)
+
+    def _java_member(self, name: str, group: str, topics: str, **options: object) -> list[str]:
+        """kafka-console-consumer as a group member: auto-commit every 2 s, output discarded."""
+        properties = {"client.id": name, "auto.commit.interval.ms": 2000}
+        if options.get("protocol") == "consumer":
+            properties["group.protocol"] = "consumer"
+        else:
+            properties |= {"session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 500}
+            if options.get("assignor"):
+                properties["partition.assignment.strategy"] = options["assignor"]
+        if options.get("instance_id"):
+            properties["group.instance.id"] = options["instance_id"]
+        command = ["java", *TOOL_JVM_OPTIONS, "-cp", classpath(self.broker.version), CONSOLE_CONSUMER]
+        command += ["--bootstrap-server", self.broker.bootstrap_servers, "--group", group, "--from-beginning"]
+        command += ["--include", "|".join(topics.split(","))]
+        for key, value in properties.items():
+            command += ["--consumer-property", f"{key}={value}"]
+        return command
 
     def stop_member(self, name: str) -> None:
         """A clean stop: the member commits, closes and (if dynamic) sends LeaveGroup."""

@@ -8,7 +8,9 @@ group.consumer.session.timeout.ms) expires (epoch 6). A second group, `kip848-re
 regular expression (`^pay.*`), which the broker resolves (type 16 on 4.x).
 
 On Kafka 3.9 the protocol is a preview; the broker needs group.coordinator.rebalance.protocols=
-classic,consumer, which also switches every group to the new (Java) group coordinator.
+classic,consumer, which also switches every group to the new (Java) group coordinator. librdkafka 2.16
+speaks only ConsumerGroupHeartbeat v1 (Kafka 4.0+), so on 3.9 the members are Kafka 3.9's own Java
+client (kafka-console-consumer, auto-commit), and the regex is resolved client-side (no type 16).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ TOPICS = ("payments",)
 
 def run(broker: Broker, record: ScenarioLog) -> None:
     lab = Lab(broker, record)
+    client = "java" if broker.version == "3.9" else "confluent"
     lab.create_topic("payments", 4)
     lab.produce("payments", 40)
     for count, name in enumerate(("k1", "k2", "k3"), start=1):
-        lab.start_member(name, GROUP, TOPICS, protocol="consumer")
+        lab.start_member(name, GROUP, TOPICS, client=client, protocol="consumer")
         lab.wait_for_group(GROUP, count, TOPICS)
         record.expect(GROUP, f"{name} joined", epoch=count)
     lab.wait_caught_up(GROUP, TOPICS)
@@ -48,6 +51,6 @@ def run(broker: Broker, record: ScenarioLog) -> None:
     lab.produce("payments", 12)
     lab.wait_caught_up(GROUP, TOPICS)
 
-    lab.start_member("r1", "kip848-regex", ["^pay.*"], protocol="consumer")
+    lab.start_member("r1", "kip848-regex", ["^pay.*"], client=client, protocol="consumer")
     lab.wait_for_group("kip848-regex", 1, TOPICS)
     lab.wait_caught_up("kip848-regex", TOPICS)
