@@ -1,92 +1,125 @@
-"""A real Kafka 4.2.1 broker, a short scenario, and what groupscope decodes from the segments it wrote.
+"""The lab against a real Kafka 4.2.1 broker: a short classic-group scenario, then Kafka's own views of it
+(kafka-consumer-groups --describe, DumpLogSegments over the segments the broker wrote) must agree with
+what the members committed and how the group was built.
 
-The oracles are Kafka's own tools, run against the same broker and files: DumpLogSegments for every
-record, kafka-consumer-groups --describe for committed offsets and the current assignment.
+Needs the jars from scripts/bootstrap.sh; without them the tests fail (they never skip).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
 
 import pytest
 
-from jobs.segment_files import read_paths
-from lab.broker import Broker, dump_offsets
-from lab.scenarios import Lab, cooperative, transactions
-from tests.kafka_oracle import parse_dump
-from tests.test_kafka_oracle import ours_by_position
-from transforms.coordinator_codec import decode_record
+from lab.broker import JARS, REPO_ROOT, Broker, BrokerError, dump_offsets
+from lab.driver import Lab, ScenarioLog
+from lab.dump import parse_dump
 
 pytestmark = pytest.mark.broker
 
+GROUP = "lab-test"
+TOPIC = "lab-orders"
+PARTITIONS = 3
+RECORDS = 30
+METADATA = "lab-test:batch-1"
+
 
 def parse_describe(text: str) -> list[dict]:
+    """Rows of kafka-consumer-groups' tables as dicts keyed by the column headers."""
     rows, header = [], None
     for line in text.splitlines():
         fields = line.split()
-        if not fields:
-            continue
-        if fields[0] == "GROUP":
+        if fields and fields[0] == "GROUP":
             header = fields
         elif header and len(fields) == len(header):
             rows.append(dict(zip(header, fields, strict=True)))
     return rows
 
 
+def test_kafka_jars_are_installed():
+    for line, jars in JARS.items():
+        assert any(jars.glob("kafka_2.13-*.jar")), f"Kafka {line} jars missing in {jars}: run scripts/bootstrap.sh"
+
+
 @pytest.fixture(scope="module")
 def lab_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("kafka-4")
-    broker = Broker("4", workdir).start()
-    lab = Lab(broker)
+    workdir = tmp_path_factory.mktemp("lab-kafka-4")
     try:
-        cooperative(lab)
-        transactions(lab)
-        describe = parse_describe(broker.describe_groups())
+        broker = Broker("4", workdir / "broker")
+    except BrokerError as error:
+        pytest.fail(str(error))
+    record = ScenarioLog("test", broker.kafka_version, workdir)
+    broker.start()
+    try:
+        lab = Lab(broker, record)
+        lab.create_topic(TOPIC, PARTITIONS)
+        lab.produce(TOPIC, RECORDS)
+        lab.start_member("t1", GROUP, [TOPIC], assignor="range", metadata=METADATA)
+        lab.wait_for_group(GROUP, 1, [TOPIC])
+        lab.start_member("t2", GROUP, [TOPIC], assignor="range", metadata=METADATA)
+        lab.wait_for_group(GROUP, 2, [TOPIC])
+        lab.wait_caught_up(GROUP, [TOPIC])
+        run = {
+            "state": lab.describe(GROUP).state.name,
+            "committed": lab.committed(GROUP),
+            "end_offsets": broker.end_offsets([TOPIC]),
+            "describe": parse_describe(broker.describe_groups()),
+            "describe_state": parse_describe(broker.describe_state()),
+        }
     finally:
-        lab.close_clients()
-        broker.stop()
-        lab.kill_all_members()
-    segments = broker.offsets_segments()
-    return {"lab": lab, "describe": describe, "segments": segments, "records": list(read_paths(map(str, segments)))}
+        try:
+            broker.stop()
+        finally:
+            record.close()
+    run["segments"] = broker.offsets_segments()
+    run["dump"] = dump_offsets(run["segments"]) if run["segments"] else ""
+    return run
 
 
-def test_every_record_the_broker_wrote_decodes_as_kafka_decodes_it(lab_run):
-    segments = lab_run["segments"]
-    assert segments, "the broker wrote no __consumer_offsets segment"
-    kafka = parse_dump(dump_offsets(segments))
-    ours = ours_by_position(segments)
-    assert kafka and sorted(ours) == sorted(kafka)
-    assert all(ours[position] == kafka[position] for position in kafka)
-    versions = {(entry["record_type"], entry["value_version"]) for entry in kafka.values()}
-    assert (1, 4) in versions, "Kafka 4.2 writes OffsetCommitValue v4"
-    assert (2, 3) in versions
+def test_group_is_stable_with_both_members(lab_run):
+    assert lab_run["state"] == "STABLE"
+    [state] = [row for row in lab_run["describe_state"] if row["GROUP"] == GROUP]
+    assert (state["STATE"], state["#MEMBERS"], state["ASSIGNMENT-STRATEGY"]) == ("Stable", "2", "range")
 
 
-def test_transactional_commits_are_committed_aborted_or_pending(lab_run):
-    states = defaultdict(set)
-    for record in lab_run["records"]:
-        decoded = decode_record(record.key, record.value)
-        if decoded.record_type == 1 and decoded.key["group"] == "txn-group" and decoded.value:
-            states[decoded.value["offset"]].add(record.txn_state)
-    assert dict(states) == {10: {"committed"}, 20: {"aborted"}, 30: {"pending"}}
+def test_describe_lists_every_partition_at_the_committed_offset(lab_run):
+    rows = [row for row in lab_run["describe"] if row["GROUP"] == GROUP]
+    assert sorted(int(row["PARTITION"]) for row in rows) == list(range(PARTITIONS))
+    expected_end = RECORDS // PARTITIONS
+    assert lab_run["end_offsets"] == {TOPIC: dict.fromkeys(range(PARTITIONS), expected_end)}
+    for row in rows:
+        assert int(row["CURRENT-OFFSET"]) == lab_run["committed"][f"{TOPIC}-{row['PARTITION']}"] == expected_end
+        assert row["LAG"] == "0"
+    assert {row["CLIENT-ID"] for row in rows} == {"t1", "t2"}
 
 
-def test_latest_commits_and_assignment_equal_kafka_consumer_groups_describe(lab_run):
-    committed, owner = {}, {}
-    for record in lab_run["records"]:
-        decoded = decode_record(record.key, record.value)
-        if decoded.record_type == 1 and record.txn_state in (None, "committed"):
-            key = (decoded.key["group"], decoded.key["topic"], decoded.key["partition"])
-            committed[key] = decoded.value["offset"] if decoded.value else None
-        if decoded.record_type == 2 and decoded.value:
-            for member in decoded.value["members"]:
-                for assigned in member["assignment"]["assigned_partitions"]:
-                    for partition in assigned["partitions"]:
-                        owner[(decoded.key["group"], assigned["topic"], partition)] = member["member_id"]
-    described = [row for row in lab_run["describe"] if row["GROUP"] in ("coop", "txn-group")]
-    assert len(described) == 6 + 2
-    for row in described:
-        key = (row["GROUP"], row["TOPIC"], int(row["PARTITION"]))
-        assert committed[key] == int(row["CURRENT-OFFSET"]), key
-        if row["CONSUMER-ID"] != "-":
-            assert owner[key] == row["CONSUMER-ID"], key
+def test_dump_log_segments_decodes_the_commits_and_group_records(lab_run):
+    assert lab_run["segments"], "the broker wrote no __consumer_offsets segment"
+    assert all(segment.parent.name.startswith("__consumer_offsets-") for segment in lab_run["segments"])
+    assert '"type":"1"' in lab_run["dump"] and "isvalid: false" not in lab_run["dump"]
+    records = [record for record in parse_dump(lab_run["dump"]) if "type" in record]
+    commits = [r for r in records if r["type"] == 1 and r["key"]["group"] == GROUP and r["key"]["topic"] == TOPIC]
+    assert commits and {r["version"] for r in commits} == {4}, "Kafka 4.2 writes OffsetCommitValue v4"
+    latest = {}
+    for commit in commits:  # log order: the last commit per partition is the committed offset
+        latest[f"{TOPIC}-{commit['key']['partition']}"] = commit["value"]["offset"]
+    assert latest == lab_run["committed"]
+    # confluent-kafka sends the metadata string with a trailing NUL byte; Kafka stores what it was sent.
+    assert {commit["value"]["metadata"] for commit in commits} == {METADATA + "\x00"}
+    groups = [r["value"] for r in records if r["type"] == 2 and r["key"]["group"] == GROUP and r["value"]]
+    last = groups[-1]
+    assert (last["generation"], last["protocolType"], last["protocol"]) == (2, "consumer", "range")
+    owned = sorted(p for m in last["members"] for a in m["assignment"]["assignedPartitions"] for p in a["partitions"])
+    assert owned == list(range(PARTITIONS))
+
+
+def test_dump_offsets_needs_no_broker(tmp_path):
+    """The module-level dump_offsets runs DumpLogSegments on any file, e.g. a committed capture."""
+    capture = sorted((REPO_ROOT / "tests" / "captures" / "kafka-4.2.1").glob("*/segments/*/*.log"))
+    assert capture, "no committed Kafka 4.2.1 capture: run python -m lab.capture"
+    copied = tmp_path / capture[0].parent.name / capture[0].name
+    copied.parent.mkdir()
+    copied.write_bytes(capture[0].read_bytes())
+    text = dump_offsets([copied])
+    assert text.startswith(f"Dumping {copied}")
+    assert json.loads(text.split(" key: ", 1)[1].split(" payload: ", 1)[0])["type"] in {str(t) for t in range(25)}
