@@ -101,7 +101,7 @@ def test_corrupt_segment_is_quarantined_and_the_rest_decoded(spark, spark_config
     reasons = sorted(row.reason for row in quarantine)
     assert len(quarantine) == 2 and all(row.stage == "read" for row in quarantine)
     assert "CRC-32C mismatch" in reasons[0] or "CRC-32C mismatch" in reasons[1]
-    assert any("unreadable from here" in reason for reason in reasons)
+    assert any("unreadable from here" in reason for reason in reasons), reasons
     assert sum(len(row.value) for row in quarantine) > 30  # the bad bytes are kept, not dropped
     clean_records = len(parse_dump(run_dump_log_segments([source])))
     assert counts["decoded"] >= clean_records - 3  # only the damaged batch and the torn tail are lost to decoding
@@ -154,3 +154,40 @@ def test_missing_input_fails_the_run_clearly(spark, spark_config, tmp_path):
 def test_fixture_copy_is_complete():
     assert shutil.which("java"), "java is required for the Kafka oracle"
     assert len(list(Path(PUBLIC_FIXTURES).rglob("__consumer_offsets-*/*.log"))) == 19
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_landed_tables_in_the_kafka_source_shape_are_ingested(spark, spark_config, tmp_path, table_format):
+    from datetime import UTC, datetime
+
+    rows = [
+        (
+            "__consumer_offsets",
+            3,
+            offset,
+            datetime(2026, 11, 1, tzinfo=UTC),
+            0,
+            key_file.read_bytes(),
+            key_file.with_suffix(".payload").read_bytes(),
+        )
+        for offset, key_file in enumerate(sorted(KONSUMER.glob("offset_commit/*.key")))
+    ]
+    landed = spark.createDataFrame(
+        rows,
+        "topic string, partition int, offset long, timestamp timestamp, timestampType int, key binary, value binary",
+    )
+    path = str(tmp_path / table_format)
+    landed.write.format(table_format).save(path)
+    config = replace(
+        spark_config,
+        cluster=f"landed-{table_format}",
+        segment_paths=(),
+        raw_table_paths=(path,),
+        raw_table_format=table_format,
+    )
+
+    counts = run_nightly_steps(spark, config)
+
+    assert (counts["raw_records"], counts["offset_commits"], counts["quarantine"]) == (5, 5, 0)
+    offsets = sorted(row.committed_offset for row in cluster_rows(spark, config, "offset_commits").collect())
+    assert offsets == sorted([97507, 97554, 106, 99158, 15134])
