@@ -1,0 +1,75 @@
+"""Tiny silver inputs for the gold tests: rows by keyword, every other column null.
+
+Times are seconds after a pinned instant (T0), so a test reads `at(12.5)` rather than a timestamp.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from schemas import tables
+
+CLUSTER = "c1"
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def row(schema: StructType, **values) -> tuple:
+    unknown = set(values) - set(schema.names)
+    assert not unknown, f"not in the schema: {unknown}"
+    return tuple(values.get(name) for name in schema.names)
+
+
+def origin(offset: int, seconds: float, partition: int = 0) -> dict:
+    return {
+        "cluster": CLUSTER,
+        "record_id": f"{CLUSTER}/{partition}/{offset}",
+        "source_partition": partition,
+        "source_offset": offset,
+        "record_at": at(seconds),
+    }
+
+
+def frame(spark: SparkSession, schema: StructType, rows: list[dict]) -> DataFrame:
+    return spark.createDataFrame([row(schema, **values) for values in rows], schema)
+
+
+def commit(offset: int, seconds: float, group: str, topic: str, partition: int, committed: int | None, **extra):
+    """One offset_commits row; committed=None is a tombstone."""
+    return {
+        **origin(offset, seconds),
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "is_tombstone": committed is None,
+        "committed_offset": committed,
+        "committed_at": None if committed is None else at(seconds),
+        "record_type": 1,
+        **extra,
+    }
+
+
+def commits(spark: SparkSession, rows: list[dict]) -> DataFrame:
+    return frame(spark, tables.offset_commits_schema, rows)
+
+
+def partitions_text(assigned: Column) -> Column:
+    """[{topic, partitions}] -> 'orders:0,1 stock:0' (readable, and comparable without nested schemas)."""
+    return F.array_join(
+        F.transform(assigned, lambda tp: F.concat(tp["topic"], F.lit(":"), F.array_join(tp["partitions"], ","))), " "
+    )
+
+
+def members_text(members: Column) -> Column:
+    """members -> 'a=orders:0 stock:0; b=orders:1' in member order."""
+    return F.array_join(
+        F.transform(members, lambda m: F.concat(m["member_id"], F.lit("="), partitions_text(m["assigned_partitions"]))),
+        "; ",
+    )

@@ -1,0 +1,256 @@
+"""KIP-848 consumer groups (record types 3-8, 16) rebuilt into the classic generation shape.
+
+A KIP-848 group has no SyncGroup record. Its coordinator appends, in this order: member metadata
+(type 5) and a group-epoch bump (type 3) when membership or subscriptions change; the new target
+assignment of each changed member (type 7) and then the assignment epoch (type 6); and, as members
+reconcile, their current assignments (type 8). One gold generation is one target-assignment epoch: the
+group's members (latest type 5 of each live member) and their target partitions (latest type 7) as of
+the type 6 record. Members leave through tombstones of types 8, 7, 5; the group is deleted through a
+type 3 tombstone.
+
+Partitions are keyed by topic id. `topic_names` resolves ids to names from, in order of trust: the
+pre-4.1 partition metadata record (type 4), offset commits v4 (which carry the id), a topic-id table
+(user-provided or listed from the cluster), and, last, a group whose members all subscribe to exactly
+one topic name while its assignments name exactly one topic id.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from schemas import gold_tables
+from transforms.generations import (
+    GROUP,
+    GROUP_PROTOCOL_CONSUMER,
+    INCARNATION,
+    LOG_ORDER,
+    with_generation_sequence,
+    with_incarnation,
+)
+
+RECORD_GROUP_EPOCH = 3
+RECORD_PARTITION_METADATA = 4
+RECORD_MEMBER_METADATA = 5
+RECORD_TARGET_EPOCH = 6
+RECORD_TARGET_MEMBER = 7
+RECORD_CURRENT_MEMBER = 8
+RECORD_REGULAR_EXPRESSION = 16
+CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
+
+SOURCE_PARTITION_METADATA = "partition_metadata"
+SOURCE_OFFSET_COMMIT = "offset_commit"
+SOURCE_SINGLE_SUBSCRIPTION = "single_subscription"
+SOURCE_UNRESOLVED = "unresolved"
+_TRUST = {SOURCE_PARTITION_METADATA: 1, SOURCE_OFFSET_COMMIT: 2, "user": 3, "cluster": 3, SOURCE_SINGLE_SUBSCRIPTION: 4}
+
+ANCHOR = (*INCARNATION, "generation", "anchor_offset")
+
+
+def _of_type(records: DataFrame, record_type: int) -> DataFrame:
+    return records.where(F.col("record_type") == F.lit(record_type))
+
+
+def _single_subscription_names(records: DataFrame) -> DataFrame:
+    """Groups that subscribe to one topic name and are assigned one topic id: that id is that name."""
+    assigned_ids = (
+        records.where(F.col("record_type").isin(RECORD_TARGET_MEMBER, RECORD_CURRENT_MEMBER))
+        .select(*GROUP, F.explode("assigned_partitions.topic_id").alias("topic_id"))
+        .groupBy(*GROUP)
+        .agg(F.collect_set("topic_id").alias("topic_ids"))
+    )
+    subscribed = (
+        _of_type(records, RECORD_MEMBER_METADATA)
+        .where(~F.col("is_tombstone"))
+        .groupBy(*GROUP)
+        .agg(
+            F.array_distinct(F.flatten(F.collect_list(F.coalesce("subscribed_topic_names", F.array())))).alias("names"),
+            F.max(F.coalesce(F.length("subscribed_topic_regex") > 0, F.lit(False))).alias("has_regex"),
+        )
+    )
+    is_unambiguous = (F.size("topic_ids") == 1) & (F.size("names") == 1) & ~F.col("has_regex")
+    return (
+        assigned_ids.join(subscribed, on=list(GROUP), how="inner")
+        .where(is_unambiguous)
+        .select("cluster", F.col("topic_ids")[0].alias("topic_id"), F.col("names")[0].alias("topic"))
+        .withColumn("source", F.lit(SOURCE_SINGLE_SUBSCRIPTION))
+    )
+
+
+def topic_names(consumer_group_records: DataFrame, offset_commits: DataFrame, topic_ids: DataFrame) -> DataFrame:
+    """-> one row per known topic id: (cluster, topic_id, topic, topic_name_source), the most trusted source."""
+    from_metadata = (
+        _of_type(consumer_group_records, RECORD_PARTITION_METADATA)
+        .select("cluster", F.explode("topic_names").alias("t"))
+        .select("cluster", "t.topic_id", F.col("t.topic_name").alias("topic"), F.lit(SOURCE_PARTITION_METADATA))
+    )
+    from_commits = offset_commits.where(F.col("topic_id").isNotNull()).select(
+        "cluster", "topic_id", "topic", F.lit(SOURCE_OFFSET_COMMIT)
+    )
+    candidates = (
+        from_metadata.toDF("cluster", "topic_id", "topic", "source")
+        .unionByName(from_commits.toDF("cluster", "topic_id", "topic", "source"))
+        .unionByName(topic_ids.select("cluster", "topic_id", "topic", "source"))
+        .unionByName(_single_subscription_names(consumer_group_records))
+        .where(F.col("topic_id").isNotNull() & F.col("topic").isNotNull())
+    )
+    trust = F.create_map(*[F.lit(item) for pair in _TRUST.items() for item in pair])
+    best = Window.partitionBy("cluster", "topic_id").orderBy(F.coalesce(trust[F.col("source")], F.lit(9)), "topic")
+    return (
+        candidates.withColumn("rank", F.row_number().over(best))
+        .where(F.col("rank") == 1)
+        .select("cluster", "topic_id", "topic", F.col("source").alias("topic_name_source"))
+    )
+
+
+def _latest_before(anchors: DataFrame, events: DataFrame, key: str) -> DataFrame:
+    """For each anchor (a type 6 record), each key's latest event earlier in the log, tombstones dropped."""
+    joined = anchors.join(events, on=[*INCARNATION, "source_partition"], how="inner").where(
+        F.col("source_offset") < F.col("anchor_offset")
+    )
+    latest = Window.partitionBy(*ANCHOR, key).orderBy(F.col("source_offset").desc())
+    return joined.withColumn("rank", F.row_number().over(latest)).where((F.col("rank") == 1) & ~F.col("is_tombstone"))
+
+
+def _named_partitions(assigned: Column, names: Column) -> Column:
+    """Topic-id partitions -> ASSIGNED_PARTITIONS, naming each topic through the cluster's id map."""
+    return F.transform(
+        assigned,
+        lambda tp: F.struct(
+            F.coalesce(F.try_element_at(names, tp["topic_id"])["topic"], tp["topic_id"]).alias("topic"),
+            tp["partitions"].alias("partitions"),
+            tp["topic_id"].alias("topic_id"),
+            F.coalesce(F.try_element_at(names, tp["topic_id"])["topic_name_source"], F.lit(SOURCE_UNRESOLVED)).alias(
+                "topic_name_source"
+            ),
+        ),
+    )
+
+
+def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame) -> DataFrame:
+    """(anchor, member) rows: the member's metadata, regex-resolved subscription and target partitions."""
+    metadata = _latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
+        *ANCHOR,
+        "member_id",
+        "instance_id",
+        "client_id",
+        "client_host",
+        "rack_id",
+        "rebalance_timeout_ms",
+        "server_assignor",
+        "subscribed_topic_names",
+        F.nullif(F.col("subscribed_topic_regex"), F.lit("")).alias("subscribed_topic_regex"),
+    )
+    targets = _latest_before(anchors, _of_type(records, RECORD_TARGET_MEMBER), "member_id").select(
+        *ANCHOR, "member_id", F.col("assigned_partitions").alias("target")
+    )
+    regexes = _latest_before(anchors, _of_type(records, RECORD_REGULAR_EXPRESSION), "regular_expression").select(
+        *ANCHOR, F.col("regular_expression").alias("subscribed_topic_regex"), "resolved_topics"
+    )
+    subscribed = F.array_distinct(
+        F.concat(F.coalesce("subscribed_topic_names", F.array()), F.coalesce("resolved_topics", F.array()))
+    )
+    return (
+        metadata.join(targets, on=[*ANCHOR, "member_id"], how="left")
+        .join(regexes, on=[*ANCHOR, "subscribed_topic_regex"], how="left")
+        .join(names, on="cluster", how="left")
+        .select(
+            *ANCHOR,
+            "server_assignor",
+            F.struct(
+                "member_id",
+                F.col("instance_id").alias("group_instance_id"),
+                "client_id",
+                "client_host",
+                "rack_id",
+                F.lit(None).cast("int").alias("session_timeout_ms"),
+                "rebalance_timeout_ms",
+                F.array_sort(subscribed).alias("subscribed_topics"),
+                _named_partitions(F.coalesce("target", F.array()), F.col("names")).alias("assigned_partitions"),
+            ).alias("member"),
+        )
+    )
+
+
+def _by_member_id(left: Column, right: Column) -> Column:
+    return (
+        F.when(left["member_id"] < right["member_id"], -1).when(left["member_id"] > right["member_id"], 1).otherwise(0)
+    )
+
+
+def consumer_group_generations(consumer_group_records: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """consumer_group_records (silver) + topic_names -> generations rows of KIP-848 groups."""
+    is_group_deletion = (F.col("record_type") == F.lit(RECORD_GROUP_EPOCH)) & F.col("is_tombstone")
+    records = with_incarnation(
+        consumer_group_records.where(F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES)), is_group_deletion
+    )
+    last_of_epoch = Window.partitionBy(*INCARNATION, "assignment_epoch").orderBy(F.col("source_offset").desc())
+    anchors = (
+        _of_type(records, RECORD_TARGET_EPOCH)
+        .where(~F.col("is_tombstone"))
+        .withColumn("rank", F.row_number().over(last_of_epoch))
+        .where(F.col("rank") == 1)
+        .select(
+            *INCARNATION,
+            "source_partition",
+            F.col("assignment_epoch").alias("generation"),
+            F.col("source_offset").alias("anchor_offset"),
+            F.col("record_at").alias("recorded_at"),
+        )
+    )
+    names = topic_names.groupBy("cluster").agg(
+        F.map_from_entries(
+            F.collect_list(F.struct("topic_id", F.struct("topic", "topic_name_source").alias("name")))
+        ).alias("names")
+    )
+    members = (
+        _members_at_epochs(records, anchors, names)
+        .groupBy(*ANCHOR)
+        .agg(
+            F.array_sort(F.collect_list("member"), _by_member_id).alias("members"),
+            F.max("server_assignor").alias("assignor"),
+        )
+    )
+    bumps = (
+        _of_type(records, RECORD_GROUP_EPOCH)
+        .where(~F.col("is_tombstone"))
+        .groupBy(*INCARNATION, F.col("group_epoch").alias("generation"))
+        .agg(F.max("record_at").alias("join_completed_at"))
+    )
+    no_members = F.array().cast(gold_tables.generations_schema["members"].dataType)
+    epochs = (
+        anchors.join(members, on=list(ANCHOR), how="left")
+        .join(bumps, on=[*INCARNATION, "generation"], how="left")
+        .select(
+            *INCARNATION,
+            "generation",
+            F.lit(GROUP_PROTOCOL_CONSUMER).alias("group_protocol"),
+            F.lit(GROUP_PROTOCOL_CONSUMER).alias("protocol_type"),
+            "assignor",
+            F.lit(None).cast("string").alias("leader"),
+            "join_completed_at",
+            "recorded_at",
+            F.col("recorded_at").alias("last_recorded_at"),
+            F.lit(1).alias("record_count"),
+            F.coalesce("members", no_members).alias("members"),
+            F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
+            "source_partition",
+            F.col("anchor_offset").alias("source_offset"),
+        )
+    )
+    deletions = records.where(F.col("is_deletion")).select(
+        *INCARNATION,
+        F.lit(None).cast("int").alias("generation"),
+        F.lit(GROUP_PROTOCOL_CONSUMER).alias("group_protocol"),
+        F.lit(GROUP_PROTOCOL_CONSUMER).alias("protocol_type"),
+        F.lit(None).cast("string").alias("assignor"),
+        F.lit(None).cast("string").alias("leader"),
+        F.lit(None).cast("timestamp").alias("join_completed_at"),
+        F.col("record_at").alias("recorded_at"),
+        F.col("record_at").alias("last_recorded_at"),
+        F.lit(1).alias("record_count"),
+        no_members.alias("members"),
+        F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
+        *LOG_ORDER,
+    )
+    return with_generation_sequence(epochs.unionByName(deletions))
