@@ -94,3 +94,44 @@ def check_expectations(expected: list[dict], history: dict[str, list[dict]]) -> 
             ok &= bool(records) and bool(records[-1].get("tombstone"))
         checks.append({**expectation, "ok": ok})
     return checks
+
+
+def summarize(dump_text: str) -> dict:
+    """Counts for a capture: records per "type vVersion" ("type tombstone" for null values), control
+    markers, transactional data batches' record count, and the groups seen."""
+    counts: dict[str, int] = {}
+    groups: set[str] = set()
+    transactional = 0
+    for record in parse_dump(dump_text):
+        if "marker" in record:
+            label = f"marker {record['marker']}"
+        else:
+            label = f"type {record['type']} " + ("tombstone" if record["value"] is None else f"v{record['version']}")
+            key = record["key"]
+            groups.add(key.get("group", key.get("groupId")))
+            transactional += record["is_transactional"]
+        counts[label] = counts.get(label, 0) + 1
+
+    def order(label: str) -> tuple:
+        kind, what, *rest = label.split()
+        return (kind != "type", int(what) if kind == "type" else 0, what, rest)
+
+    ordered = {label: counts[label] for label in sorted(counts, key=order)}
+    return {"records": ordered, "transactional_records": transactional, "groups": sorted(groups)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m lab.dump CAPTURE_DIR...: a summary of each capture's dump-offsets.txt."""
+    import sys
+    from pathlib import Path
+
+    for directory in argv if argv is not None else sys.argv[1:]:
+        summary = summarize((Path(directory) / "dump-offsets.txt").read_text())
+        records = ", ".join(f"{label}: {count}" for label, count in summary["records"].items())
+        print(f"{directory}\n  {records}\n  transactional records: {summary['transactional_records']}")
+        print(f"  groups: {', '.join(summary['groups'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
