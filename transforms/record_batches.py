@@ -1,14 +1,15 @@
-"""The log layer: segment bytes -> records, as a broker's log files hold them.
+"""The log layer: segment files -> one `LogRecord` per data record, in log order.
 
 RecordBatch magic 2 (CRC-32C checked) and legacy magic 0/1 message sets (CRC-32 checked, compressed
-wrappers unpacked), every codec Kafka uses, and transaction markers applied per producer so that
-each transactional record says whether it was committed, aborted, or is still pending.
+wrappers unpacked), every codec Kafka uses (see `transforms.compression`), and COMMIT/ABORT markers
+applied per producer id within a partition, so each transactional record says whether it was
+committed, aborted or is still pending. Control records themselves are never yielded.
 Reference: kafka-record-formats.md section 9.
 
-Bad bytes never raise out of these iterators and are never dropped: a batch that fails a check
-becomes one `LogRecord` with `error` and the batch's bytes in `raw`; bytes that cannot even be
-framed (a length running past the end, a truncated tail) become one such item holding the rest of
-the file, and reading of that file stops there.
+Bad bytes never raise out of these iterators and are never dropped. A batch that fails a check becomes
+one `LogRecord` with `error` set and the batch's bytes in `raw`, and reading goes on with the next
+batch. Bytes that cannot even be framed (a truncated tail, a length below the minimum or past the
+end of the file) become one such item holding the rest of the file, and that file ends there.
 """
 
 from __future__ import annotations
@@ -17,345 +18,409 @@ import re
 import struct
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, make_dataclass, replace
+from pathlib import Path
 
 import crc32c
 
-from transforms.compression import CODEC_NAMES, CompressionError, decompress
+from transforms.compression import CODEC_NAMES, CorruptRecordError, decompress
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # through recordsCount; 61 bytes
-_LOG_OVERHEAD = 12  # baseOffset int64 + length int32, common to every magic
-_V2_MIN_LENGTH = _V2_HEADER.size - _LOG_OVERHEAD
-_LEGACY_HEADER = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
-_LEGACY_MIN_SIZE = 14  # crc, magic, attributes, key length, value length
+# Every magic starts with int64 offset, int32 length; magic is byte 16 (after the leader epoch or CRC).
+_FRAMING = struct.Struct(">qi4xb")
+_LOG_OVERHEAD = 12
+# RecordBatch v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
+# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
+_V2_HEADER = struct.Struct(">qiibIHiqqqhii")
+_V2_CRC_START = 21  # the CRC-32C covers attributes through the last record
+# Legacy message: offset, size, crc, magic, attributes, then [timestamp] and the key/value lengths.
+_LEGACY_HEADER = struct.Struct(">qiIbb")
+_LEGACY_CRC_START = 16  # the CRC-32 covers magic through the end of the value
+_LEGACY_MIN_SIZE = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key length, value length
+_MIN_LENGTH = {2: _V2_HEADER.size - _LOG_OVERHEAD, **_LEGACY_MIN_SIZE}
 _INT16_PAIR = struct.Struct(">hh")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-_PARTITION_DIRECTORY = re.compile(r"^__consumer_offsets-(\d+)$")
 
+_CODEC_MASK, _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x07, 0x08, 0x10, 0x20
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 TXN_COMMITTED, TXN_ABORTED, TXN_PENDING = "committed", "aborted", "pending"
 CREATE_TIME, LOG_APPEND_TIME = "create_time", "log_append_time"
+_UNREADABLE_REST = ": unreadable from here; the rest of the file is kept as raw"  # ends reading of the file
+_AS_IS = "as is"  # a waiting batch that is not transactional
+_PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(\d+)")
+_SEGMENT_NAME = re.compile(r"(\d{20})\.log")
 
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
-    partition: int | None
-    offset: int | None
-    timestamp_ms: int | None
-    timestamp_type: str | None
+    """One data record of a segment, or (with `error` set) bytes that failed a check."""
+
+    partition: int | None  # __consumer_offsets partition, from the directory name, else None
+    offset: int | None  # absolute offset; for an error item the batch's base offset as read, if any
+    timestamp_ms: int | None  # LogAppendTime batches: the batch's maxTimestamp; magic 0: None
+    timestamp_type: str | None  # create_time | log_append_time; None for magic 0 and error items
     key: bytes | None
     value: bytes | None  # None = tombstone
-    producer_id: int
+    producer_id: int  # -1 when none
     producer_epoch: int
     is_transactional: bool
-    txn_state: str | None  # committed / aborted / pending for transactional records
-    batch_base_offset: int | None
-    batch_position: int | None
+    txn_state: str | None  # committed | aborted | pending for transactional records, else None
+    batch_base_offset: int | None  # legacy: the first (inner) offset of the message
+    batch_position: int | None  # byte position of the batch in its file
     magic: int | None
-    compression: str | None
+    compression: str | None  # none | gzip | snappy | lz4 | zstd
     source_file: str | None
-    error: str | None = None  # set: not a record, but bytes that failed a check, held in `raw`
-    raw: bytes | None = None
+    error: str | None  # set: not a record; what was expected, what was found, where
+    raw: bytes | None  # error items: the batch, or the rest of the file; None otherwise
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__: 17 calls, which cost more
+# than decoding the record. The hot path builds this plain twin (same slots, same order) and re-classes
+# it, several times faster; the object then IS a LogRecord (type, ==, hash, repr, replace, pickle).
+_DraftLogRecord = make_dataclass("_DraftLogRecord", LogRecord.__slots__, slots=True, eq=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class _Marker:
+    """A COMMIT or ABORT control record: ends the open transaction of `producer_id`."""
+
     producer_id: int
-    is_commit: bool
+    txn_state: str
 
 
-class CorruptRecordError(ValueError):
-    pass
-
-
-def partition_from_path(path: str) -> int | None:
-    parent = path.replace("\\", "/").rstrip("/").split("/")[-2:-1]
-    match = _PARTITION_DIRECTORY.match(parent[0]) if parent else None
-    return int(match.group(1)) if match else None
+def partition_from_path(path: str | Path) -> int | None:
+    """N from a `__consumer_offsets-N` directory: the path itself or its parent (for a segment file)."""
+    parts = str(path).replace("\\", "/").rstrip("/").split("/")
+    for name in reversed(parts[-2:]):
+        match = _PARTITION_DIRECTORY.fullmatch(name)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zig-zag varint (int32 or int64) as the record layer writes it."""
-    result = shift = 0
+    """Zig-zag varint/varlong of the record layer -> (value, next position)."""
+    result, shift = 0, 0
     while True:
-        if pos >= len(buf):
-            raise CorruptRecordError("varint runs past the end of the records")
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
+        if byte < 0x80:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
         if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
+            raise CorruptRecordError(f"varint ending at byte {pos} is longer than 10 bytes")
 
 
-def _error_item(message: str, raw: bytes, partition, source_file, position, base_offset=None, magic=None) -> LogRecord:
-    return LogRecord(
-        partition,
-        base_offset,
-        None,
-        None,
-        None,
-        None,
-        -1,
-        -1,
-        False,
-        None,
-        base_offset,
-        position,
-        magic,
-        None,
-        source_file,
-        message,
-        raw,
-    )
-
-
-def _v2_records(records: bytes, count: int, header: tuple, template: dict) -> Iterator[LogRecord | _Marker]:
-    base_offset, _, _, _, _, attributes, _, base_timestamp, max_timestamp, producer_id, _, _, _ = header
-    is_log_append_time = bool(attributes & 0x08)
-    is_control = bool(attributes & 0x20)
-    pos = 0
-    for _ in range(count):
-        length, pos = _varint(records, pos)
-        end = pos + length
-        if length < 0 or end > len(records):
-            raise CorruptRecordError(f"record length {length} overruns the batch")
-        timestamp_delta, pos = _varint(records, pos + 1)  # skip the unused attributes byte
-        offset_delta, pos = _varint(records, pos)
-        key_length, pos = _varint(records, pos)
-        key = None if key_length < 0 else records[pos : pos + key_length]
-        pos += max(key_length, 0)
-        value_length, pos = _varint(records, pos)
-        value = None if value_length < 0 else records[pos : pos + value_length]
-        pos += max(value_length, 0)
-        header_count, pos = _varint(records, pos)
-        for _ in range(header_count):
-            header_key_length, pos = _varint(records, pos)
-            pos += max(header_key_length, 0)
-            header_value_length, pos = _varint(records, pos)
-            pos += max(header_value_length, 0)
-        if pos != end:
-            raise CorruptRecordError(f"record at offset delta {offset_delta} ends at {pos}, its length says {end}")
-        if is_control:
-            if key is None or len(key) < 4:
-                raise CorruptRecordError("control record without a 4-byte key")
-            _, control_type = _INT16_PAIR.unpack_from(key)
-            if control_type in (CONTROL_ABORT, CONTROL_COMMIT):
-                yield _Marker(producer_id, control_type == CONTROL_COMMIT)
-            continue
-        timestamp = max_timestamp if is_log_append_time else base_timestamp + timestamp_delta
-        yield LogRecord(offset=base_offset + offset_delta, timestamp_ms=timestamp, key=key, value=value, **template)
-
-
-def _read_v2_batch(data: bytes, pos: int, end: int, partition, source_file) -> list[LogRecord | _Marker]:
-    header = _V2_HEADER.unpack_from(data, pos)
-    base_offset, _, _, magic, stored_crc, attributes, _, _, _, producer_id, producer_epoch, _, count = header
-    computed_crc = crc32c.crc32c(data[pos + 21 : end])
+def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_file: str | None) -> list:
+    """The records of one RecordBatch (magic 2), or the transaction markers of a control batch."""
+    (base_offset, _, _, magic, stored_crc, attributes, _, base_timestamp, max_timestamp, producer_id, producer_epoch,
+     _, count) = _V2_HEADER.unpack_from(data, pos)  # fmt: skip
+    computed_crc = crc32c.crc32c(memoryview(data)[pos + _V2_CRC_START : end])
     if computed_crc != stored_crc:
         raise CorruptRecordError(f"CRC-32C mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
     if count < 0:
-        raise CorruptRecordError(f"negative record count {count}")
-    codec = attributes & 0x07
-    records = data[pos + _V2_HEADER.size : end]
+        raise CorruptRecordError(f"recordsCount is {count}, expected 0 or more")
+    codec = attributes & _CODEC_MASK
+    if codec > 4:
+        raise CorruptRecordError(f"unknown compression codec {codec} in attributes 0x{attributes:04x}")
+    buf, start, stop = data, pos + _V2_HEADER.size, end
     if codec:
-        records = decompress(codec, records)
-    template = {
-        "partition": partition,
-        "timestamp_type": LOG_APPEND_TIME if attributes & 0x08 else CREATE_TIME,
-        "producer_id": producer_id,
-        "producer_epoch": producer_epoch,
-        "is_transactional": bool(attributes & 0x10),
-        "txn_state": None,
-        "batch_base_offset": base_offset,
-        "batch_position": pos,
-        "magic": magic,
-        "compression": CODEC_NAMES.get(codec),
-        "source_file": source_file,
-    }
-    return list(_v2_records(records, count, header, template))
+        buf = decompress(codec, data[start:stop])
+        start, stop = 0, len(buf)
+    fields = _v2_records(buf, start, stop, count)
+    if attributes & _CONTROL:
+        return _markers(fields, producer_id)
+    is_log_append_time, is_transactional = bool(attributes & _LOG_APPEND_TIME), bool(attributes & _TRANSACTIONAL)
+    timestamp_type = LOG_APPEND_TIME if is_log_append_time else CREATE_TIME
+    compression, txn_state = CODEC_NAMES[codec], TXN_PENDING if is_transactional else None
+    records = []
+    for timestamp_delta, offset_delta, key, value in fields:
+        timestamp = max_timestamp if is_log_append_time else base_timestamp + timestamp_delta
+        record = _DraftLogRecord(partition, base_offset + offset_delta, timestamp, timestamp_type, key, value,
+            producer_id, producer_epoch, is_transactional, txn_state, base_offset, pos, magic, compression,
+            source_file, None, None)  # fmt: skip
+        record.__class__ = LogRecord
+        records.append(record)
+    return records
 
 
-def _legacy_messages(data: bytes, partition, source_file, position_base: int | None) -> Iterator[tuple]:
-    """(offset, timestamp, timestamp_type, key, value, magic, codec, position) per message of a message set."""
-    pos = 0
-    while pos < len(data):
-        if len(data) - pos < _LEGACY_HEADER.size:
-            raise CorruptRecordError(f"truncated legacy message header at byte {pos}")
-        offset, size, stored_crc, magic, attributes = _LEGACY_HEADER.unpack_from(data, pos)
+def _v2_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple]:
+    """(timestampDelta, offsetDelta, key, value) of `count` records in buf[pos:end]; headers are skipped.
+
+    One-byte varints (the common case) are decoded inline: this loop runs once per record.
+    """
+    fields = []
+    for index in range(count):
+        byte = buf[pos]
+        length, pos = ((byte >> 1) ^ -(byte & 1), pos + 1) if byte < 0x80 else _varint(buf, pos)
+        record_end = pos + length
+        if length < 0 or record_end > end:
+            raise CorruptRecordError(f"record {index} of {count}: length {length} runs past the batch's end")
+        byte = buf[pos + 1]  # after the unused attributes byte
+        timestamp_delta, pos = ((byte >> 1) ^ -(byte & 1), pos + 2) if byte < 0x80 else _varint(buf, pos + 1)
+        byte = buf[pos]
+        offset_delta, pos = ((byte >> 1) ^ -(byte & 1), pos + 1) if byte < 0x80 else _varint(buf, pos)
+        byte = buf[pos]
+        length, pos = ((byte >> 1) ^ -(byte & 1), pos + 1) if byte < 0x80 else _varint(buf, pos)
+        if length >= 0:
+            key, pos = buf[pos : pos + length], pos + length
+        else:
+            key = None
+        byte = buf[pos]
+        length, pos = ((byte >> 1) ^ -(byte & 1), pos + 1) if byte < 0x80 else _varint(buf, pos)
+        if length >= 0:
+            value, pos = buf[pos : pos + length], pos + length
+        else:
+            value = None
+        if buf[pos]:  # headers, parsed and ignored
+            pos = _skip_headers(buf, pos)
+        else:
+            pos += 1
+        if pos != record_end:
+            raise CorruptRecordError(
+                f"record {index} of {count}: fields end at byte {pos}, its length says {record_end}"
+            )
+        fields.append((timestamp_delta, offset_delta, key, value))
+    if pos != end:
+        raise CorruptRecordError(f"{end - pos} bytes left over after the {count} records the batch declares")
+    return fields
+
+
+def _skip_headers(buf: bytes, pos: int) -> int:
+    count, pos = _varint(buf, pos)
+    for _ in range(count):
+        key_length, pos = _varint(buf, pos)
+        value_length, pos = _varint(buf, pos + max(key_length, 0))
+        pos += max(value_length, 0)
+    return pos
+
+
+def _markers(fields: list[tuple], producer_id: int) -> list[_Marker]:
+    """Control records: key = int16 version, int16 type. Only COMMIT and ABORT end a transaction."""
+    markers = []
+    for _, _, key, _ in fields:
+        if key is None or len(key) < 4:
+            raise CorruptRecordError(f"control record key {key!r}: expected int16 version, int16 type")
+        _, control_type = _INT16_PAIR.unpack_from(key)
+        if control_type in (CONTROL_ABORT, CONTROL_COMMIT):
+            markers.append(_Marker(producer_id, TXN_COMMITTED if control_type == CONTROL_COMMIT else TXN_ABORTED))
+    return markers
+
+
+def _legacy_message(buf: bytes, pos: int, end: int) -> tuple:
+    """One magic 0/1 message in buf[pos:end] -> (offset, magic, attributes, timestamp, key, value)."""
+    offset, _, stored_crc, magic, attributes = _LEGACY_HEADER.unpack_from(buf, pos)
+    computed_crc = zlib.crc32(memoryview(buf)[pos + _LEGACY_CRC_START : end])
+    if computed_crc != stored_crc:
+        raise CorruptRecordError(f"CRC-32 mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
+    if magic not in _LEGACY_MIN_SIZE:
+        raise CorruptRecordError(f"message with magic {magic} in a legacy message set (expected 0 or 1)")
+    cursor, timestamp = pos + _LEGACY_HEADER.size, None
+    if magic == 1:
+        (timestamp,) = _INT64.unpack_from(buf, cursor)
+        cursor += 8
+    key, cursor = _legacy_bytes(buf, cursor, end)
+    value, cursor = _legacy_bytes(buf, cursor, end)
+    if cursor != end:
+        raise CorruptRecordError(f"message fields end at byte {cursor}, its size says {end}")
+    return offset, magic, attributes, timestamp, key, value
+
+
+def _legacy_bytes(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
+    if pos + 4 > end:
+        raise CorruptRecordError(f"a key/value length at byte {pos} runs past the message's end {end}")
+    (length,) = _INT32.unpack_from(buf, pos)
+    if length < 0:
+        return None, pos + 4
+    if pos + 4 + length > end:
+        raise CorruptRecordError(f"a key/value of {length} bytes at byte {pos} runs past the message's end {end}")
+    return buf[pos + 4 : pos + 4 + length], pos + 4 + length
+
+
+def _inner_messages(buf: bytes, wrapper_magic: int) -> list[tuple]:
+    """The uncompressed message set inside a compressed wrapper."""
+    messages, pos = [], 0
+    while pos < len(buf):
+        if len(buf) - pos < _LEGACY_HEADER.size:
+            raise CorruptRecordError(f"inner message header at byte {pos} is cut off ({len(buf) - pos} bytes left)")
+        (size,) = _INT32.unpack_from(buf, pos + 8)
         end = pos + _LOG_OVERHEAD + size
-        if size < _LEGACY_MIN_SIZE or end > len(data):
-            raise CorruptRecordError(f"legacy message size {size} at byte {pos} overruns {len(data)} bytes")
-        computed_crc = zlib.crc32(data[pos + 16 : end])
-        if computed_crc != stored_crc:
-            raise CorruptRecordError(f"CRC-32 mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
-        if magic not in (0, 1):
-            raise CorruptRecordError(f"legacy message with magic {magic}")
-        cursor = pos + 18
-        timestamp = None
-        if magic == 1:
-            (timestamp,) = _INT64.unpack_from(data, cursor)
-            cursor += 8
-        key, cursor = _legacy_bytes(data, cursor, end)
-        value, cursor = _legacy_bytes(data, cursor, end)
-        timestamp_type = (LOG_APPEND_TIME if attributes & 0x08 else CREATE_TIME) if magic == 1 else None
-        yield (
-            offset,
-            timestamp,
-            timestamp_type,
-            key,
-            value,
-            magic,
-            attributes & 0x07,
-            (pos if position_base is None else position_base),
-        )
+        if size < _LEGACY_MIN_SIZE[0] or end > len(buf):
+            raise CorruptRecordError(f"inner message at byte {pos}: size {size} does not fit in {len(buf)} bytes")
+        message = _legacy_message(buf, pos, end)
+        if message[1] != wrapper_magic:
+            raise CorruptRecordError(f"inner message at byte {pos} has magic {message[1]}, its wrapper {wrapper_magic}")
+        if message[2] & _CODEC_MASK:
+            raise CorruptRecordError(f"inner message at byte {pos} is itself compressed")
+        messages.append(message)
+        pos = end
+    if not messages:
+        raise CorruptRecordError("compressed wrapper holds no messages")
+    return messages
+
+
+def _legacy_batch(data: bytes, pos: int, end: int, partition: int | None, source_file: str | None) -> list:
+    """One outer magic 0/1 message: itself, or the messages inside it when it is a compressed wrapper."""
+    offset, magic, attributes, timestamp, key, value = _legacy_message(data, pos, end)
+    codec = attributes & _CODEC_MASK
+    is_log_append_time = magic == 1 and bool(attributes & _LOG_APPEND_TIME)
+    timestamp_type = None if magic == 0 else LOG_APPEND_TIME if is_log_append_time else CREATE_TIME
+    if not codec:
+        messages, base = [(offset, magic, attributes, timestamp, key, value)], 0
+    elif codec > 3:
+        raise CorruptRecordError(f"compression codec {codec} in a magic {magic} message (expected 0-3)")
+    elif value is None:
+        raise CorruptRecordError("compressed wrapper message without a value")
+    else:
+        messages = _inner_messages(decompress(codec, value), magic)
+        # v1 inner offsets are relative and the wrapper holds the last one's absolute offset; v0 inner
+        # offsets are absolute. Kafka uses inner offsets as they are when wrapper - last < 0 (librdkafka's 0).
+        base = max(offset - messages[-1][0], 0) if magic == 1 else 0
+    first_offset, compression = base + messages[0][0], CODEC_NAMES[codec]
+    records = []
+    for inner_offset, _, _, inner_timestamp, inner_key, inner_value in messages:
+        record_timestamp = timestamp if is_log_append_time else inner_timestamp
+        record = LogRecord(partition, base + inner_offset, record_timestamp, timestamp_type, inner_key, inner_value,
+            -1, -1, False, None, first_offset, pos, magic, compression, source_file, None, None)  # fmt: skip
+        records.append(record)
+    return records
+
+
+def _batch_error(reason: str, raw: bytes, partition, source_file, pos: int, offset=None, magic=None) -> LogRecord:
+    known = ", ".join(
+        f"{name} {value}" for name, value in (("base offset", offset), ("magic", magic)) if value is not None
+    )
+    message = f"batch at position {pos}" + (f" ({known})" if known else "")
+    return LogRecord(partition, offset, None, None, None, None, -1, -1, False, None, offset, pos, magic, None,
+        source_file, f"{message}: {reason}", raw)  # fmt: skip
+
+
+def _segment_batches(data: bytes, partition: int | None, source_file: str | None) -> Iterator[list]:
+    """Per batch, in file order: its records, its transaction markers, or one error item."""
+    pos, size = 0, len(data)
+    while pos < size:
+        if size - pos < _FRAMING.size:
+            offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
+            message = f"truncated header ({size - pos} bytes; offset, length and magic need {_FRAMING.size})"
+            message += _UNREADABLE_REST
+            yield [_batch_error(message, data[pos:], partition, source_file, pos, offset)]
+            return
+        base_offset, length, magic = _FRAMING.unpack_from(data, pos)
+        minimum, available = _MIN_LENGTH.get(magic, _LEGACY_MIN_SIZE[0]), size - pos - _LOG_OVERHEAD
+        if length < minimum or length > available:
+            problem = f"is below the minimum {minimum}" if length < minimum else f"runs past the {available} bytes left"
+            message = f"batchLength {length} {problem}" + _UNREADABLE_REST
+            yield [_batch_error(message, data[pos:], partition, source_file, pos, base_offset, magic)]
+            return
+        end = pos + _LOG_OVERHEAD + length
+        try:
+            if magic == 2:
+                yield _v2_batch(data, pos, end, partition, source_file)
+            elif magic in _LEGACY_MIN_SIZE:
+                yield _legacy_batch(data, pos, end, partition, source_file)
+            else:
+                raise CorruptRecordError("unknown magic, expected 0, 1 or 2")
+        except (CorruptRecordError, IndexError, struct.error) as error:
+            reason = "a field runs past the end of its batch" if isinstance(error, IndexError) else str(error)
+            yield [_batch_error(reason, data[pos:end], partition, source_file, pos, base_offset, magic)]
         pos = end
 
 
-def _legacy_bytes(data: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
-    (length,) = _INT32.unpack_from(data, pos)
-    pos += 4
-    if length < 0:
-        return None, pos
-    if pos + length > end:
-        raise CorruptRecordError(f"legacy key/value of {length} bytes overruns its message")
-    return data[pos : pos + length], pos + length
+def _resolve_transactions(batches: Iterable[list]) -> Iterator[LogRecord]:
+    """Records in log order, each transactional one stamped by the marker that later ended its transaction.
 
-
-def _read_legacy_set(data: bytes, pos: int, end: int, partition, source_file) -> list[LogRecord]:
-    out = []
-    for offset, timestamp, timestamp_type, key, value, magic, codec, position in _legacy_messages(
-        data[pos:end], partition, source_file, None
-    ):
-        shared = {
-            "producer_id": -1,
-            "producer_epoch": -1,
-            "is_transactional": False,
-            "txn_state": None,
-            "batch_base_offset": offset,
-            "batch_position": pos + position,
-            "magic": magic,
-            "compression": CODEC_NAMES.get(codec),
-            "source_file": source_file,
-            "partition": partition,
-        }
-        if not codec:
-            out.append(
-                LogRecord(
-                    offset=offset, timestamp_ms=timestamp, timestamp_type=timestamp_type, key=key, value=value, **shared
-                )
-            )
+    A transactional batch waits (with everything after it) until a COMMIT or ABORT of the same
+    producer id; batches still open at the end keep the state they were decoded with: pending.
+    """
+    waiting: deque[list] = deque()  # [records, state]: state None while open, _AS_IS for nothing to stamp
+    open_by_producer: dict[int, list[list]] = {}
+    for batch in batches:
+        if not batch:
             continue
-        inner = list(_legacy_messages(decompress(codec, value or b""), partition, source_file, position))
-        last_inner = inner[-1][0] if inner else 0
-        for inner_offset, inner_timestamp, inner_type, inner_key, inner_value, _, _, _ in inner:
-            # v1 wrappers carry relative inner offsets; the wrapper's offset is that of the last one.
-            absolute = offset - last_inner + inner_offset if magic == 1 and offset else inner_offset
-            if timestamp_type == LOG_APPEND_TIME:
-                inner_timestamp, inner_type = timestamp, LOG_APPEND_TIME
-            out.append(
-                LogRecord(
-                    offset=absolute,
-                    timestamp_ms=inner_timestamp,
-                    timestamp_type=inner_type,
-                    key=inner_key,
-                    value=inner_value,
-                    **shared,
-                )
-            )
-    return out
+        first = batch[0]
+        if type(first) is _Marker:
+            for marker in batch:
+                for entry in open_by_producer.pop(marker.producer_id, ()):
+                    entry[1] = marker.txn_state
+        elif first.is_transactional:
+            entry = [batch, None]
+            open_by_producer.setdefault(first.producer_id, []).append(entry)
+            waiting.append(entry)
+            continue
+        elif not waiting:
+            yield from batch
+            continue
+        else:
+            waiting.append([batch, _AS_IS])
+        while waiting and waiting[0][1] is not None:
+            yield from _stamped(*waiting.popleft())
+    for records, state in waiting:  # the first is still open: pending, as decoded
+        yield from _stamped(records, state or _AS_IS)
+
+
+def _stamped(records: list[LogRecord], state: str) -> Iterable[LogRecord]:
+    return records if state is _AS_IS else [replace(record, txn_state=state) for record in records]
 
 
 def read_segment_bytes(
     data: bytes, *, partition: int | None = None, source_file: str | None = None
-) -> Iterator[LogRecord | _Marker]:
-    """Records and transaction markers of one segment, in log order; transactions not yet resolved."""
-    pos, size = 0, len(data)
-    while pos < size:
-        if size - pos < _LOG_OVERHEAD + 5:
-            yield _error_item(
-                f"truncated batch header at byte {pos} ({size - pos} bytes left)",
-                data[pos:],
-                partition,
-                source_file,
-                pos,
-            )
-            return
-        base_offset, length = struct.unpack_from(">qi", data, pos)
-        magic = data[pos + 16]
-        end = pos + _LOG_OVERHEAD + length
-        minimum = _V2_MIN_LENGTH if magic == 2 else _LEGACY_MIN_SIZE
-        if length < minimum or end > size:
-            yield _error_item(
-                f"batch at byte {pos} (base offset {base_offset}, magic {magic}) declares "
-                f"{length} bytes; {size - pos - _LOG_OVERHEAD} remain: unreadable from here",
-                data[pos:],
-                partition,
-                source_file,
-                pos,
-                base_offset,
-                magic,
-            )
-            return
-        try:
-            if magic == 2:
-                items = _read_v2_batch(data, pos, end, partition, source_file)
-            elif magic in (0, 1):
-                items = _read_legacy_set(data, pos, end, partition, source_file)
-            else:
-                raise CorruptRecordError(f"unknown magic {magic}")
-        except (CorruptRecordError, CompressionError, struct.error) as error:
-            yield _error_item(
-                f"batch at byte {pos} (base offset {base_offset}, magic {magic}): {error}",
-                data[pos:end],
-                partition,
-                source_file,
-                pos,
-                base_offset,
-                magic,
-            )
-        else:
-            yield from items
-        pos = end
+) -> Iterator[LogRecord]:
+    """The records of one segment's bytes, its transactions resolved within the segment alone."""
+    return _resolve_transactions(_segment_batches(bytes(data), partition, source_file))
 
 
-def resolve_transactions(items: Iterable[LogRecord | _Marker]) -> Iterator[LogRecord]:
-    """Applies COMMIT/ABORT markers per producer id; records still open at the end are pending.
-
-    Output stays in log order: records wait only while an earlier transactional record is open.
-    """
-    waiting: deque[list] = deque()  # [record, state]; state None = still open
-    open_by_producer: dict[int, list[list]] = {}
-    for item in items:
-        if isinstance(item, _Marker):
-            for entry in open_by_producer.pop(item.producer_id, ()):
-                entry[1] = TXN_COMMITTED if item.is_commit else TXN_ABORTED
-        elif item.is_transactional and item.error is None:
-            entry = [item, None]
-            open_by_producer.setdefault(item.producer_id, []).append(entry)
-            waiting.append(entry)
-            continue
-        elif not waiting:
-            yield item
-            continue
-        else:
-            waiting.append([item, False])
-        while waiting and waiting[0][1] is not None:
-            record, state = waiting.popleft()
-            yield replace(record, txn_state=state) if state else record
-    for record, state in waiting:
-        yield replace(record, txn_state=state if state is not None else TXN_PENDING) if state is not False else record
+def _segment_order(path: str) -> tuple:
+    """Segment files sort by the base offset in their 20-digit names; other names after them, by path."""
+    match = _SEGMENT_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
 def read_partition_segments(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
-    """All segments of ONE partition, in base-offset order (their 20-digit file names), resolved."""
-    ordered = sorted(segments, key=lambda segment: segment[0].replace("\\", "/").rsplit("/", 1)[-1])
+    """(path, bytes) of the segments of ONE partition, e.g. Spark binaryFile rows; see `read_partition`."""
+    return _read_ordered(sorted(segments, key=lambda segment: _segment_order(segment[0])))
 
-    def items() -> Iterator[LogRecord | _Marker]:
-        for path, data in ordered:
-            yield from read_segment_bytes(data, partition=partition_from_path(path), source_file=path)
 
-    return resolve_transactions(items())
+def read_partition(files: Sequence[str | Path]) -> Iterator[LogRecord]:
+    """The segment files of ONE partition, in base-offset order, transactions resolved across them.
+
+    Files are read one at a time; only records waiting on an open transaction are held in memory.
+    """
+    return _read_ordered((path, Path(path).read_bytes()) for path in sorted(map(str, files), key=_segment_order))
+
+
+def _read_ordered(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
+    batches = (
+        batch for path, data in segments for batch in _segment_batches(bytes(data), partition_from_path(path), path)
+    )
+    return _resolve_transactions(batches)
+
+
+def read_paths(paths: Sequence[str | Path]) -> Iterator[LogRecord]:
+    """Segment files, or directories searched recursively for *.log; one `read_partition` per directory.
+
+    A directory holding `__consumer_offsets-N` directories (a broker's log dir, a backup) is read
+    through those only, so other topics' logs beside them are skipped; a directory without any is
+    read whole. Files named explicitly are always read. Partitions come out in partition order.
+    A path that does not exist raises FileNotFoundError: a mistake in the call, not bad bytes.
+    """
+    by_directory: dict[str, set[str]] = {}
+    for path in map(Path, paths):
+        if path.is_file():
+            files = [path]
+        elif path.is_dir():
+            roots = [path] if partition_from_path(path) is not None else []
+            roots += [found for found in path.rglob("__consumer_offsets-*") if found.is_dir()]
+            files = [file for root in (roots or [path]) for file in root.rglob("*.log") if file.is_file()]
+        else:
+            raise FileNotFoundError(f"no such file or directory: {path}")
+        for file in files:
+            by_directory.setdefault(str(file.parent), set()).add(str(file))
+    for directory in sorted(by_directory, key=_directory_order):
+        yield from read_partition(sorted(by_directory[directory]))
+
+
+def _directory_order(directory: str) -> tuple:
+    partition = partition_from_path(directory)
+    return (partition is None, partition or 0, directory)
