@@ -36,4 +36,4 @@ def test_every_real_group_sits_in_the_partition_kafka_chose():
         group = decoded.key["group"] if "group" in decoded.key else decoded.key["group_id"]  # "" is a valid id
         assert offsets_partition(group) == record.partition, (group, record.source_file)
         checked += 1
-    assert checked > 3000
+    assert checked > 1000  # not vacuous: public fixtures and every lab capture
