@@ -581,7 +581,8 @@ def test_kafkafun_fixture_matches_the_reference_inventory():
 
 @pytest.mark.parametrize("segment", manifest_segment_files(), ids=lambda path: str(path.relative_to(PUBLIC_FIXTURES)))
 def test_public_fixture_segment_equals_kafka_python_decode(segment):
-    memory_records = pytest.importorskip("kafka.record.memory_records")  # the optional "lab" extra
+    from kafka.record import memory_records  # kafka-python, installed by scripts/bootstrap.sh (the "lab" extra)
+
     data = segment.read_bytes()
     theirs, position = [], 0
     for batch in memory_records.MemoryRecords(data):
@@ -594,3 +595,19 @@ def test_public_fixture_segment_equals_kafka_python_decode(segment):
         for item in read_segment_bytes(data, partition=partition_from_path(segment), source_file=str(segment))
     ]
     assert ours == theirs
+
+
+def test_zero_filled_preallocated_tail_is_not_an_error():
+    segment = (
+        PUBLIC_FIXTURES
+        / "Bheem6005__kafka"
+        / "78ab3deb"
+        / "kafka-logs"
+        / "__consumer_offsets-0"
+        / "00000000000000000000.log"
+    ).read_bytes()
+    clean = list(read_segment_bytes(segment, partition=0))
+    padded = list(read_segment_bytes(segment + bytes(4096), partition=0))
+    assert padded == clean and all(record.error is None for record in padded)
+    damaged = list(read_segment_bytes(segment + bytes(100) + b"\x01", partition=0))
+    assert damaged[-1].error is not None  # zeros followed by anything else are still reported

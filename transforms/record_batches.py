@@ -301,6 +301,10 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
     """Per batch, in file order: its records, its transaction markers, or one error item."""
     pos, size = 0, len(data)
     while pos < size:
+        # log.preallocate=true leaves a zero-filled tail after the last batch: no data, not damage.
+        # (Shorter zero runs are kept as errors: they may be a torn header of a batch at offset 0.)
+        if size - pos >= _LOG_OVERHEAD and data[pos] == 0 and data.count(0, pos) == size - pos:
+            return
         if size - pos < _FRAMING.size:
             offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
             message = f"truncated header ({size - pos} bytes; offset, length and magic need {_FRAMING.size})"
