@@ -63,8 +63,15 @@ class ScenarioLog:
         self.still_running.append(closer)
 
     def close(self) -> None:
+        """Closes everything left running, last registered first; one failure does not stop the others."""
+        errors = []
         while self.still_running:
-            self.still_running.pop()()
+            try:
+                self.still_running.pop()()
+            except Exception as error:  # re-raised below, once the rest is closed
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
     def member_events(self) -> list[dict]:
         events = []

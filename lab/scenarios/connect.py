@@ -95,8 +95,8 @@ class Worker:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         lab.record.groups.add(GROUP)
         lab.record.event("connect_worker_started", worker=name, group=GROUP, rest_port=self.port)
+        lab.record.keep_running(self.kill)  # registered first: a worker that never gets ready is killed too
         lab.wait_for(f"{name} REST API", self.ready, deadline_s=120)
-        lab.record.keep_running(self.kill)
 
     @property
     def url(self) -> str:
