@@ -37,16 +37,17 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
     ),
 )
 
-# Assignor user data carries no version prefix: StickyAssignor tries V1, then falls back to V0.
-STICKY_USER_DATA_V1 = (
-    F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),
-    F("generation", "int32"),
-)
+# Assignor user data. Java's carries no version prefix: StickyAssignor tries V1, then V0; Java's
+# cooperative-sticky sends only the generation. Clients differ: librdkafka's cooperative-sticky sends the
+# StickyAssignor V1 layout, and kafka-python's sticky prefixes V1 with an int16 version. Layouts are
+# tried in order; the first that reads the bytes exactly wins.
+STICKY_USER_DATA_V1 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST), F("generation", "int32"))
 STICKY_USER_DATA_V0 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),)
+STICKY_USER_DATA_VERSIONED = (F("version", "int16"), *STICKY_USER_DATA_V1)
 COOPERATIVE_STICKY_USER_DATA = (F("generation", "int32"),)
 USER_DATA_LAYOUTS: dict[str, tuple[tuple[Field, ...], ...]] = {
-    "sticky": (STICKY_USER_DATA_V1, STICKY_USER_DATA_V0),
-    "cooperative-sticky": (COOPERATIVE_STICKY_USER_DATA,),
+    "sticky": (STICKY_USER_DATA_V1, STICKY_USER_DATA_V0, STICKY_USER_DATA_VERSIONED),
+    "cooperative-sticky": (COOPERATIVE_STICKY_USER_DATA, STICKY_USER_DATA_V1),
 }
 
 CONNECTOR_TASKS = (F("connector", "string"), F("tasks", "[]int32"))

@@ -257,6 +257,27 @@ def test_assignor_user_data(protocol, user_data, expected):
     assert decoded.value["members"][0]["subscription"]["assignor_user_data"] == expected
 
 
+@pytest.mark.parametrize(
+    ("protocol", "user_data", "expected"),
+    [
+        # librdkafka's cooperative-sticky sends the StickyAssignor V1 layout, not a bare generation.
+        ("cooperative-sticky", array([("orders", [0, 1])], lambda tp: topic_partitions(*tp)) + i32(4),
+         {"previous_assignment": [{"topic": "orders", "partitions": [0, 1]}], "generation": 4}),
+        # kafka-python's sticky prefixes the V1 layout with an int16 version.
+        ("sticky", i16(1) + array([("orders", [2])], lambda tp: topic_partitions(*tp)) + i32(3),
+         {"version": 1, "previous_assignment": [{"topic": "orders", "partitions": [2]}], "generation": 3}),
+    ],
+)  # fmt: skip
+def test_assignor_user_data_of_other_clients(protocol, user_data, expected):
+    subscription = (
+        i16(3) + array(["orders"], string) + blob(user_data) + array([], topic_partitions) + i32(4) + string(None)
+    )
+    decoded = decode_ok(
+        h("000200086d792d67726f7570"), group_value(3, [member_v(3, subscription, ASSIGNMENT_V0)], protocol=protocol)
+    )
+    assert decoded.value["members"][0]["subscription"]["assignor_user_data"] == expected
+
+
 def test_connect_payloads_are_decoded_into_extra_fields():
     subscription = i16(1) + string("http://w1:8083/") + i64(12) + blob(None)
     tasks = [("conn", [-1, 0, 1])]
