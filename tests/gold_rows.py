@@ -73,3 +73,53 @@ def members_text(members: Column) -> Column:
         F.transform(members, lambda m: F.concat(m["member_id"], F.lit("="), partitions_text(m["assigned_partitions"]))),
         "; ",
     )
+
+
+def group_record(group, offset, seconds, generation, members=(), assignor="range", joined_at=None, **extra):
+    """A classic group record (type 2) and its member rows; generation=None is a tombstone.
+
+    members: (member_id, group_instance_id, subscribed_topics, {topic: [partitions]}) tuples.
+    """
+    metadata = {
+        **origin(offset, seconds),
+        "group_id": group,
+        "is_tombstone": generation is None,
+        "generation": generation,
+        "protocol_type": None if generation is None else "consumer",
+        "protocol": assignor if members else None,
+        "state_changed_at": None if generation is None else at(seconds if joined_at is None else joined_at),
+        "member_count": None if generation is None else len(members),
+        **extra,
+    }
+    rows = [
+        {
+            **origin(offset, seconds),
+            "group_id": group,
+            "generation": generation,
+            "member_index": index,
+            "member_id": member_id,
+            "group_instance_id": instance,
+            "client_id": f"client-{member_id}",
+            "client_host": "/10.0.0.1",
+            "session_timeout_ms": 6000,
+            "rebalance_timeout_ms": 30000,
+            "subscribed_topics": topics,
+            "assigned_partitions": sorted(assignment.items()),
+        }
+        for index, (member_id, instance, topics, assignment) in enumerate(members)
+    ]
+    return metadata, rows
+
+
+def group_tables(spark: SparkSession, records: list[tuple[dict, list[dict]]]) -> tuple[DataFrame, DataFrame]:
+    """(group_metadata, group_members) silver frames from group_record() results."""
+    metadata = frame(spark, tables.group_metadata_schema, [record for record, _ in records])
+    members = frame(spark, tables.group_members_schema, [member for _, rows in records for member in rows])
+    return metadata, members
+
+
+def map_text(values: Column) -> Column:
+    """{'stock': 1, 'orders': 0} -> 'orders:0 stock:1' (maps cannot be sorted or hashed by Spark)."""
+    return F.array_join(
+        F.transform(F.array_sort(F.map_entries(values)), lambda e: F.concat(e["key"], F.lit(":"), e["value"])), " "
+    )

@@ -7,63 +7,37 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from schemas import gold_tables, tables
-from tests.gold_rows import CLUSTER, at, commit, commits, frame, members_text, origin
+from tests.gold_rows import CLUSTER, at, commit, commits, frame, group_record, group_tables, members_text, origin
 from transforms import epochs, generations
 
-TP = tables.TOPIC_PARTITIONS
 
-
-def group_record(offset, seconds, generation, members=(), **extra):
-    """A classic group record (type 2) and its member rows; generation=None is a tombstone."""
-    metadata = {
-        **origin(offset, seconds),
-        "group_id": "g",
-        "is_tombstone": generation is None,
-        "generation": generation,
-        "protocol_type": None if generation is None else "consumer",
-        "protocol": "range" if members else None,
-        "member_count": None if generation is None else len(members),
-        **extra,
-    }
-    rows = [
-        {
-            **origin(offset, seconds),
-            "group_id": "g",
-            "generation": generation,
-            "member_index": index,
-            "member_id": member_id,
-            "group_instance_id": instance,
-            "session_timeout_ms": 6000,
-            "subscribed_topics": ["orders"],
-            "assigned_partitions": [("orders", partitions)],
-        }
-        for index, (member_id, instance, partitions) in enumerate(members)
-    ]
-    return metadata, rows
+def classic(offset, seconds, generation, members=(), **extra):
+    """A record of group "g": members are (member_id, group_instance_id, orders partitions)."""
+    return group_record(
+        "g", offset, seconds, generation, [(m, i, ["orders"], {"orders": p}) for m, i, p in members], **extra
+    )
 
 
 CLASSIC_HISTORY = [
-    group_record(0, 0, 0, protocol_type=""),  # the Java coordinator's "group created" record
-    group_record(1, 1, 1, [("m1", None, [0, 1])]),
-    group_record(2, 2, 2, [("m1", None, [0]), ("a-1", "inst-a", [1])]),
-    group_record(3, 3, 2, [("m1", None, [0]), ("a-2", "inst-a", [1])]),  # static replacement
-    group_record(4, 4, 5, [("a-2", "inst-a", [0, 1])]),  # generations 3 and 4 never completed
-    group_record(5, 5, 6),  # Empty
-    group_record(6, 6, None),  # deleted
-    group_record(7, 7, 1, [("m9", None, [0, 1])]),  # created again under the same name
-    group_record(8, 8, None),
-    group_record(9, 9, None),  # a repeated tombstone
+    classic(0, 0, 0, protocol_type=""),  # the Java coordinator's "group created" record
+    classic(1, 1, 1, [("m1", None, [0, 1])]),
+    classic(2, 2, 2, [("m1", None, [0]), ("a-1", "inst-a", [1])]),
+    classic(3, 3, 2, [("m1", None, [0]), ("a-2", "inst-a", [1])]),  # static replacement
+    classic(4, 4, 5, [("a-2", "inst-a", [0, 1])]),  # generations 3 and 4 never completed
+    classic(5, 5, 6),  # Empty
+    classic(6, 6, None),  # deleted
+    classic(7, 7, 1, [("m9", None, [0, 1])]),  # created again under the same name
+    classic(8, 8, None),
+    classic(9, 9, None),  # a repeated tombstone
 ]
 
 
 @pytest.fixture(scope="module")
-def classic(spark):
-    metadata = frame(spark, tables.group_metadata_schema, [record for record, _ in CLASSIC_HISTORY])
-    members = frame(spark, tables.group_members_schema, [member for _, rows in CLASSIC_HISTORY for member in rows])
-    return generations.classic_generations(metadata, members).cache()
+def classic_rows(spark):
+    return generations.classic_generations(*group_tables(spark, CLASSIC_HISTORY)).localCheckpoint()
 
 
-def test_classic_generations_show_gaps_empty_deletion_and_static_replacement(spark, classic):
+def test_classic_generations_show_gaps_empty_deletion_and_static_replacement(spark, classic_rows):
     replaced = [("inst-a", "a-1", "a-2", at(3))]
     expected = spark.createDataFrame(
         [
@@ -81,14 +55,14 @@ def test_classic_generations_show_gaps_empty_deletion_and_static_replacement(spa
         " static_replacements array<struct<group_instance_id:string,previous_member_id:string,"
         "member_id:string,replaced_at:timestamp>>",
     )
-    actual = classic.select(
+    actual = classic_rows.select(
         *expected.columns[:-2], members_text(F.col("members")).alias("members"), expected.columns[-1]
     )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
-    assert classic.schema.names == gold_tables.generations_schema.names
+    assert classic_rows.schema.names == gold_tables.generations_schema.names
 
 
-def test_assignments_are_valid_until_the_next_generation_and_keyed_by_instance(spark, classic):
+def test_assignments_are_valid_until_the_next_generation_and_keyed_by_instance(spark, classic_rows):
     expected = spark.createDataFrame(
         [
             (0, 1, 0, "m1", "m1", at(1), at(2)),
@@ -103,7 +77,7 @@ def test_assignments_are_valid_until_the_next_generation_and_keyed_by_instance(s
         "incarnation int, generation int, partition int, member_id string, member_key string,"
         " assigned_at timestamp, valid_until timestamp",
     )
-    actual = generations.explode_generation_assignments(classic).select(*expected.columns)
+    actual = generations.explode_generation_assignments(classic_rows).select(*expected.columns)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 

@@ -1,0 +1,113 @@
+"""How members left in a rebalance, and how long an eager rebalance paused consumption (estimates).
+
+A member that leaves cleanly (LeaveGroup, or a KIP-848 leave heartbeat) triggers the rebalance at once;
+one that crashed is only removed when its session times out. So the silence between the member's last
+sign of life (the last record of the generation it belonged to, or its partitions' last commit) and
+the end of the rebalance's join phase tells them apart:
+- silent < session timeout: it cannot have timed out -> 'clean';
+- session timeout <= silent <= session timeout + slack: -> 'timeout';
+- longer: the records cannot tell (an idle member leaves no sign of life) -> 'unknown'.
+
+Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
+after it completes, so the gap in the group's commits around it - from its last commit at or before
+the join phase ended to its first commit after the new generation was recorded - estimates the pause
+(from above: it includes up to one commit interval). Marked `commit_gap`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from transforms.generations import INCARNATION, member_key
+from transforms.offsets import OFFSET_KEY
+from transforms.timeline import earliest_after, latest_at_or_before
+
+REBALANCE = (*INCARNATION, "generation")
+HOW_CLEAN, HOW_TIMEOUT, HOW_UNKNOWN = "clean", "timeout", "unknown"
+PAUSE_COMMIT_GAP = "commit_gap"
+PROTOCOL_EAGER = "eager"
+
+
+def members_left(
+    rebalances: DataFrame,
+    assignments: DataFrame,
+    commits: DataFrame,
+    departure_slack_ms: int,
+    default_session_timeout_ms: int,
+) -> DataFrame:
+    """framed rebalances (left_members, before_generation, ...) -> (rebalance, members_left: DEPARTUREs)."""
+    left = rebalances.select(
+        *REBALANCE,
+        "before_generation",
+        "join_completed_at",
+        "before_last_recorded_at",
+        F.explode("left_members").alias("m"),
+    ).withColumn("member_key", member_key(F.col("m")))
+    owned = assignments.select(
+        *INCARNATION, F.col("generation").alias("before_generation"), "member_key", "topic", "partition"
+    )
+    probes = left.select(*REBALANCE, "before_generation", "member_key", "join_completed_at").join(
+        owned, on=[*INCARNATION, "before_generation", "member_key"], how="inner"
+    )
+    last_commits = (
+        latest_at_or_before(
+            probes,
+            commits.select(*OFFSET_KEY, "record_at", "source_offset"),
+            OFFSET_KEY,
+            probe_time="join_completed_at",
+            event_time="record_at",
+            as_name="last_commit",
+            event_order=("source_offset",),
+        )
+        .groupBy(*REBALANCE, "member_key")
+        .agg(F.max("last_commit.record_at").alias("last_commit_at"))
+    )
+    last_seen = F.greatest("before_last_recorded_at", "last_commit_at")
+    silent_ms = F.unix_millis("join_completed_at") - F.unix_millis(last_seen)
+    timeout_ms = F.coalesce(F.col("m.session_timeout_ms"), F.lit(default_session_timeout_ms)).cast("long")
+    how = (
+        F.when(silent_ms < timeout_ms, F.lit(HOW_CLEAN))
+        .when(silent_ms <= timeout_ms + F.lit(departure_slack_ms), F.lit(HOW_TIMEOUT))
+        .otherwise(F.lit(HOW_UNKNOWN))
+    )
+    departure = F.struct(
+        F.col("m.member_id").alias("member_id"),
+        F.col("m.group_instance_id").alias("group_instance_id"),
+        how.alias("how"),
+        last_seen.alias("last_seen_at"),
+        silent_ms.alias("silent_ms"),
+        timeout_ms.cast("int").alias("session_timeout_ms"),
+    )
+    return (
+        left.join(last_commits, on=[*REBALANCE, "member_key"], how="left")
+        .groupBy(*REBALANCE)
+        .agg(F.array_sort(F.collect_list(departure)).alias("members_left"))
+    )
+
+
+def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
+    """framed eager rebalances with commits around them -> (rebalance, estimated_pause_ms, method)."""
+    group_commits = commits.select("cluster", "group_id", "record_at").distinct()
+    probes = rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
+        *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
+    )
+    around = earliest_after(
+        latest_at_or_before(
+            probes, group_commits, ("cluster", "group_id"), "join_completed_at", "record_at", "last_before"
+        ),
+        group_commits,
+        ("cluster", "group_id"),
+        "recorded_at",
+        "record_at",
+        "first_after",
+    )
+    is_known = F.col("last_before").isNotNull() & F.col("first_after").isNotNull()
+    is_in_generation = F.col("last_before.record_at") >= F.coalesce(
+        "before_recorded_at", F.col("last_before.record_at")
+    )
+    return around.where(is_known & is_in_generation).select(
+        *REBALANCE,
+        (F.unix_millis("first_after.record_at") - F.unix_millis("last_before.record_at")).alias("estimated_pause_ms"),
+        F.lit(PAUSE_COMMIT_GAP).alias("pause_estimate_method"),
+    )
