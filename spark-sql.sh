@@ -18,6 +18,6 @@ exec "$root/.venv/bin/spark-sql" \
   --conf "spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName=$warehouse/metastore_db;create=true" \
   --conf "spark.hadoop.datanucleus.schema.autoCreateAll=true" \
   --conf "spark.hadoop.hive.metastore.schema.verification=false" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$warehouse" \
+  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties" \
   --conf "spark.ui.enabled=false" \
   "$@"

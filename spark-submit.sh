@@ -27,7 +27,7 @@ export GROUPSCOPE_SUBMITTED=1 GROUPSCOPE_HOME="$root" PYSPARK_PYTHON="$root/.ven
 exec "$root/.venv/bin/spark-submit" \
   --master "$master" \
   --properties-file "$root/conf/spark-defaults.conf" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse" \
+  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties" \
   --jars "$jars" \
   --py-files "$code_zip" \
   "$root/jobs/$job.py" "$@"
