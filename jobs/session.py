@@ -61,5 +61,6 @@ def build_session(config: Config, app_name: str) -> SparkSession:
         builder = builder.config(key, value)
     session = builder.enableHiveSupport().getOrCreate()
     session.sparkContext.setLogLevel("WARN")
-    session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")
+    if not session.catalog.databaseExists(config.database):  # IF NOT EXISTS alone makes the metastore log an error
+        session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")
     return session
