@@ -50,22 +50,16 @@ def _f(name, data_type):
     return StructField(name, data_type, True)
 
 
+# A member row's context: taken from its group record, not from the member's own struct.
+_MEMBER_CONTEXT = (
+    "cluster", "record_id", "source_partition", "source_offset", "record_at", "group_id", "generation",
+    "protocol_type", "protocol",
+)  # fmt: skip
 _MEMBER = StructType(
     [
         _f(field.name, field.dataType)
         for field in tables.group_members_schema.fields
-        if field.name
-        not in {
-            "cluster",
-            "record_id",
-            "source_partition",
-            "source_offset",
-            "record_at",
-            "group_id",
-            "generation",
-            "protocol_type",
-            "protocol",
-        }
+        if field.name not in _MEMBER_CONTEXT
     ]
 )
 _TIMESTAMP_COLUMNS = {"committed_at", "expires_at", "state_changed_at", "assignment_at"}
@@ -168,18 +162,7 @@ def filter_quarantine(decoded: DataFrame, raw_records: DataFrame) -> DataFrame:
 def explode_group_members(decoded: DataFrame) -> DataFrame:
     members = (
         decoded.where(_routed_to(DESTINATION_GROUP_METADATA) & ~F.col("is_tombstone"))
-        .select(
-            "cluster",
-            "record_id",
-            "source_partition",
-            "source_offset",
-            "record_at",
-            "group_id",
-            "generation",
-            "protocol_type",
-            "protocol",
-            F.explode("members").alias("member"),
-        )
+        .select(*_MEMBER_CONTEXT, F.explode("members").alias("member"))
         .select("*", "member.*")
         .drop("member")
     )
