@@ -27,6 +27,7 @@ def _f(name, data_type, nullable=True):
     return StructField(name, data_type, nullable)
 
 
+# Fields of structs held in arrays are nullable: Delta does not enforce NOT NULL inside arrays.
 # Partitions assigned to a member, by topic. KIP-848 assignments name topics by id: `topic` is the
 # resolved name where known (else the id), `topic_name_source` says where the name came from:
 # partition_metadata | offset_commit | user | cluster | single_subscription | unresolved.
@@ -75,7 +76,7 @@ topic_ids_schema = StructType(
 # KIP-848: the target assignment). Topics of KIP-848 members are resolved names where known, else ids.
 MEMBER = StructType(
     [
-        _f("member_id", StringType(), False),
+        _f("member_id", StringType()),
         _f("group_instance_id", StringType()),  # static membership (KIP-345)
         _f("client_id", StringType()),
         _f("client_host", StringType()),
@@ -89,7 +90,7 @@ MEMBER = StructType(
 
 STATIC_REPLACEMENT = StructType(
     [
-        _f("group_instance_id", StringType(), False),
+        _f("group_instance_id", StringType()),
         _f("previous_member_id", StringType()),
         _f("member_id", StringType()),
         _f("replaced_at", TimestampType()),
@@ -146,7 +147,7 @@ generation_assignments_schema = StructType(
 
 MEMBER_REF = StructType(
     [
-        _f("member_id", StringType(), False),
+        _f("member_id", StringType()),
         _f("group_instance_id", StringType()),
         _f("client_id", StringType()),
         _f("client_host", StringType()),
@@ -155,9 +156,9 @@ MEMBER_REF = StructType(
 
 DEPARTURE = StructType(
     [
-        _f("member_id", StringType(), False),
+        _f("member_id", StringType()),
         _f("group_instance_id", StringType()),
-        _f("how", StringType(), False),  # clean | timeout | unknown
+        _f("how", StringType()),  # clean | timeout | unknown
         _f("last_seen_at", TimestampType()),  # last record or commit that shows it alive
         _f("silent_ms", LongType()),  # from last_seen_at to the end of the join phase
         _f("session_timeout_ms", IntegerType()),

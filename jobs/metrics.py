@@ -1,0 +1,83 @@
+"""Metrics: silver offsets + `end_offsets` snapshots + gold history -> lag, status and daily tables.
+
+    spark-submit.sh metrics [--conf conf/<env>.toml] [--cluster NAME] [--run-date YYYY-MM-DD]
+
+Lag and status are evaluated at the end-offset snapshots held in the `end_offsets` table (cluster,
+topic, partition, end_offset, observed_at), written by a capture job; without that table they are
+empty and only the daily group view is filled. Run after `history` (it reads `generations` and
+`rebalances`). `--run-date` is the last day of `group_daily` (default: the last day in the data).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+from jobs.config import Config, parse_config
+from jobs.history import END_OFFSETS, cluster_rows, gold_settings, write_gold
+from jobs.runs import JobRun
+from jobs.session import build_session
+from jobs.tables import table_location
+from schemas import gold_tables
+from transforms import group_daily, lag, status
+
+METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
+
+
+def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
+    settings = gold_settings(config)
+    offset_commits = cluster_rows(spark, config, "offset_commits")
+    end_offsets = cluster_rows(spark, config, END_OFFSETS, gold_tables.end_offsets_schema)
+    if not spark.catalog.tableExists(config.table(END_OFFSETS)):
+        run.progress("lag", f"no {config.table(END_OFFSETS)} table: lag and status stay empty")
+    else:
+        run.inputs = [*run.inputs, table_location(spark, config.table(END_OFFSETS))]
+    lag_rows = write_gold(spark, config, run, "lag", lag.lag(offset_commits, end_offsets))
+    write_gold(spark, config, run, "lag_daily", lag.lag_daily(lag_rows))
+    partition_status = write_gold(
+        spark,
+        config,
+        run,
+        "consumer_status",
+        status.consumer_status(
+            lag_rows,
+            offset_commits,
+            end_offsets,
+            intervals=settings.status_intervals,
+            min_distance_ms=settings.status_min_distance_ms,
+            allowed_lag=settings.status_allowed_lag,
+            minimum_complete=settings.status_minimum_complete,
+        ),
+    )
+    group_rows = write_gold(
+        spark, config, run, "group_status", status.group_status(partition_status, settings.status_window_minutes)
+    )
+    daily = group_daily.group_daily(
+        cluster_rows(spark, config, "generations", gold_tables.generations_schema),
+        offset_commits,
+        cluster_rows(spark, config, "rebalances", gold_tables.rebalances_schema),
+        lag_rows,
+        group_rows,
+        as_of=config.run_date,
+        stale_after_days=settings.stale_after_days,
+        offsets_retention_minutes=settings.offsets_retention_minutes,
+        expiry_warning_hours=settings.expiry_warning_hours,
+    )
+    write_gold(spark, config, run, "group_daily", daily)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-metrics")
+    try:
+        with JobRun(spark, config, "metrics") as run:
+            metrics(spark, config, run)
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
