@@ -115,6 +115,9 @@ generations_schema = StructType(
         _f("join_completed_at", TimestampType()),  # classic: currentStateTimestamp; KIP-848: group epoch bump
         _f("recorded_at", TimestampType(), False),  # the first record of this generation
         _f("last_recorded_at", TimestampType(), False),
+        # when every member held its new assignment: classic, the record itself (SyncGroup hands it out);
+        # KIP-848, the last member's current assignment (type 8) reaching this epoch, null if it never did
+        _f("reconciled_at", TimestampType()),
         _f("record_count", IntegerType(), False),
         _f("member_count", IntegerType(), False),
         _f("members", ArrayType(MEMBER)),

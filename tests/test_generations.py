@@ -100,7 +100,7 @@ KIP848_HISTORY = [
     cg(2, 0, 3, group_epoch=1),
     cg(3, 0, 7, "A", assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0])]),
     cg(4, 0, 6, assignment_epoch=1),
-    cg(5, 0, 8, "A", member_epoch=1, assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0])]),
+    cg(5, 0, 8, "A", member_epoch=1, member_state=0, assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0])]),
     cg(6, 1, 5, "B", instance_id="ib", subscribed_topic_names=["orders", "stock"]),
     cg(7, 1, 3, group_epoch=2),
     cg(8, 1, 7, "B", assigned_partitions=[(ORDERS, [1])]),
@@ -112,9 +112,10 @@ KIP848_HISTORY = [
     cg(14, 2, 3, group_epoch=3),
     cg(15, 2, 7, "B", assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0]), (AUDIT, [0]), (GONE, [0])]),
     cg(16, 2, 6, assignment_epoch=3),
-    cg(17, 3, 3, tombstone=True),
-    cg(18, 4, 5, "P", group="solo", subscribed_topic_names=["payments"], subscribed_topic_regex=""),
-    cg(19, 4, 7, "P", group="solo", assigned_partitions=[(PAY, [0])]),
+    cg(17, 2.5, 8, "B", member_epoch=3, member_state=0),  # B holds epoch 3's assignment
+    cg(18, 3, 3, tombstone=True),
+    cg(19, 4, 5, "P", group="solo", subscribed_topic_names=["payments"], subscribed_topic_regex=""),
+    cg(20, 4, 7, "P", group="solo", assigned_partitions=[(PAY, [0])]),
 ]
 
 
@@ -148,13 +149,13 @@ def test_kip848_epochs_become_generations_with_named_target_assignments(spark, k
     rows = epochs.consumer_group_generations(records, names).where(F.col("group_id") == "k")
     expected = spark.createDataFrame(
         [
-            (0, 1, "stable", None, at(0), at(0), "A=orders:0,1 stock:0"),
-            (0, 2, "stable", 1, at(1), at(1.5), "A=orders:0 stock:0; B=orders:1"),
-            (0, 3, "stable", 2, at(2), at(2), "B=orders:0,1 stock:0 audit:0 id-gone:0"),
-            (0, None, "deleted", 3, None, at(3), ""),
+            (0, 1, "stable", None, at(0), at(0), at(0), "A=orders:0,1 stock:0"),
+            (0, 2, "stable", 1, at(1), at(1.5), None, "A=orders:0 stock:0; B=orders:1"),  # never reconciled
+            (0, 3, "stable", 2, at(2), at(2), at(2.5), "B=orders:0,1 stock:0 audit:0 id-gone:0"),
+            (0, None, "deleted", 3, None, at(3), None, ""),
         ],
         "incarnation int, generation int, state string, previous_generation int, join_completed_at timestamp,"
-        " recorded_at timestamp, members string",
+        " recorded_at timestamp, reconciled_at timestamp, members string",
     )
     actual = rows.select(*expected.columns[:-1], members_text(F.col("members")).alias("members"))
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)

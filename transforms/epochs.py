@@ -37,6 +37,7 @@ RECORD_TARGET_MEMBER = 7
 RECORD_CURRENT_MEMBER = 8
 RECORD_REGULAR_EXPRESSION = 16
 CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
+MEMBER_STATE_STABLE = 0  # type 8 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 
 SOURCE_PARTITION_METADATA = "partition_metadata"
 SOURCE_OFFSET_COMMIT = "offset_commit"
@@ -172,6 +173,26 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     )
 
 
+def _with_reconciliation(members_at: DataFrame, records: DataFrame) -> DataFrame:
+    """(anchor, member) rows + reached_at: each time the member's current assignment (type 8) was STABLE
+    at this epoch or a later one (one row per such record; null when there is none)."""
+    reached = (
+        _of_type(records, RECORD_CURRENT_MEMBER)
+        .where(~F.col("is_tombstone") & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE)))
+        .select(
+            *[F.col(key).alias(f"reached_{key}") for key in (*INCARNATION, "member_id", "member_epoch", "record_at")]
+        )
+    )
+    is_reached = (
+        (F.col("cluster") == F.col("reached_cluster"))
+        & (F.col("group_id") == F.col("reached_group_id"))
+        & (F.col("incarnation") == F.col("reached_incarnation"))
+        & (F.col("member.member_id") == F.col("reached_member_id"))
+        & (F.col("reached_member_epoch") >= F.col("generation"))
+    )
+    return members_at.join(reached, on=is_reached, how="left").withColumn("reached_at", F.col("reached_record_at"))
+
+
 def _by_member_id(left: Column, right: Column) -> Column:
     return (
         F.when(left["member_id"] < right["member_id"], -1).when(left["member_id"] > right["member_id"], 1).otherwise(0)
@@ -205,10 +226,14 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
     )
     members = (
         _members_at_epochs(records, anchors, names)
+        .transform(_with_reconciliation, records)
+        .groupBy(*ANCHOR, "member")
+        .agg(F.max("server_assignor").alias("server_assignor"), F.min("reached_at").alias("reached_at"))
         .groupBy(*ANCHOR)
         .agg(
             F.array_sort(F.collect_list("member"), _by_member_id).alias("members"),
             F.max("server_assignor").alias("assignor"),
+            F.when(F.count("reached_at") == F.count(F.lit(1)), F.max("reached_at")).alias("reconciled_at"),
         )
     )
     bumps = (
@@ -231,6 +256,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
             "join_completed_at",
             "recorded_at",
             F.col("recorded_at").alias("last_recorded_at"),
+            F.coalesce("reconciled_at", F.when(F.col("members").isNull(), F.col("recorded_at"))).alias("reconciled_at"),
             F.lit(1).alias("record_count"),
             F.coalesce("members", no_members).alias("members"),
             F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
@@ -248,6 +274,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         F.lit(None).cast("timestamp").alias("join_completed_at"),
         F.col("record_at").alias("recorded_at"),
         F.col("record_at").alias("last_recorded_at"),
+        F.lit(None).cast("timestamp").alias("reconciled_at"),
         F.lit(1).alias("record_count"),
         no_members.alias("members"),
         F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),

@@ -167,6 +167,7 @@ def _generation_rows(records: DataFrame) -> DataFrame:
         F.col("first.state_changed_at").alias("join_completed_at"),
         F.col("first.record_at").alias("recorded_at"),
         "last_recorded_at",
+        F.when(F.col("generation").isNotNull(), F.col("first.record_at")).alias("reconciled_at"),
         "record_count",
         "first.members",
         "static_replacements",
