@@ -24,7 +24,7 @@ from jobs.runs import JobRun
 from jobs.session import build_session
 from jobs.tables import ensure_table, replace_cluster_rows
 from schemas import gold_tables
-from transforms import epochs, frequency, generations, offsets, rebalances
+from transforms import assignment_math, epochs, frequency, generations, offsets, rebalances
 
 TOPIC_IDS = "topic_ids"
 END_OFFSETS = "end_offsets"
@@ -101,7 +101,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         spark, config, run, "generation_assignments", generations.explode_generation_assignments(gens)
     )
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
-    changes = materialized(rebalances.partition_changes(framed, assignments))
+    changes = materialized(assignment_math.partition_changes(framed, assignments))
     rebalance_rows = write_gold(
         spark,
         config,

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from tests.gold_rows import at, commit, commits, group_tables, map_text
 from tests.gold_rows import group_record as record
-from transforms import frequency, generations, offsets, rebalances
+from transforms import assignment_math, frequency, generations, offsets, rebalances
 
 BOTH = ["orders", "stock"]
 CRASH = {  # assignor -> (generation 1 with C1-C3, generation 2 after C3 crashed)
@@ -90,7 +90,7 @@ def rebalanced(spark):
     gens = generations.classic_generations(*group_tables(spark, HISTORY)).localCheckpoint()
     assignments = generations.explode_generation_assignments(gens).localCheckpoint()
     framed = rebalances.logical_rebalances(gens, assignments, round_gap_fallback_ms=300_000).localCheckpoint()
-    changes = rebalances.partition_changes(framed, assignments).localCheckpoint()
+    changes = assignment_math.partition_changes(framed, assignments).localCheckpoint()
     counted = offsets.filter_uncounted_commits(commits(spark, COMMITS))
     rows = rebalances.rebalances(
         framed, changes, assignments, counted, departure_slack_ms=30_000, default_session_timeout_ms=45_000

@@ -1,6 +1,8 @@
 """Partition ownership before and after a rebalance: the minimal moves any balanced assignment needed,
 and skew.
 
+`partition_changes` pairs each partition's owner before and after a rebalance (a partition revoked and
+assigned again in between is compared at the rebalance's two ends only, so it counts once).
 Inputs are keyed by the rebalance (cluster, group_id, incarnation, generation = the generation it
 produced): `changes`, one row per partition owned before or after (before_member_key and
 after_member_key, either null, and is_forced), and `after_members` (member_key, subscribed_topics).
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from transforms.generations import INCARNATION, member_key
 
 REBALANCE = ("cluster", "group_id", "incarnation", "generation")
 METHOD_EXACT, METHOD_LOWER_BOUND = "exact", "lower_bound"
@@ -134,3 +138,61 @@ def skew(changes: DataFrame, after_members: DataFrame) -> DataFrame:
         )
     )
     return overall.join(by_topic_map, on=list(REBALANCE), how="left")
+
+
+def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFrame:
+    """One row per (rebalance, topic, partition) owned before or after, with both owners."""
+    owner = ["member_key", "member_id", "group_instance_id", "client_id", "client_host"]
+    keys = rebalances.select(
+        *REBALANCE,
+        "before_generation",
+        F.map_from_entries(
+            F.transform("members", lambda m: F.struct(member_key(m), F.coalesce(m["subscribed_topics"], F.array())))
+        ).alias("after_subscriptions"),
+    )
+    before = keys.join(
+        assignments.select(
+            *INCARNATION,
+            F.col("generation").alias("before_generation"),
+            "topic",
+            "partition",
+            *[F.col(name).alias(f"before_{name}") for name in owner],
+        ),
+        on=[*INCARNATION, "before_generation"],
+        how="inner",
+    ).drop("before_generation", "after_subscriptions")
+    after = assignments.join(keys.select(*REBALANCE), on=list(REBALANCE), how="inner").select(
+        *REBALANCE, "topic", "partition", *[F.col(name).alias(f"after_{name}") for name in owner]
+    )
+    subscriptions = F.try_element_at("after_subscriptions", F.col("before_member_key"))
+    is_forced = F.col("before_member_key").isNotNull() & (
+        subscriptions.isNull() | ((F.size(subscriptions) > 0) & ~F.array_contains(subscriptions, F.col("topic")))
+    )
+    return (
+        before.join(after, on=[*REBALANCE, "topic", "partition"], how="full")
+        .join(keys, on=list(REBALANCE), how="inner")
+        .withColumns(
+            {
+                "is_moved": F.coalesce(F.col("before_member_key") != F.col("after_member_key"), F.lit(False)),
+                "is_forced": F.coalesce(is_forced, F.lit(False)),
+                "is_topic_known_before": F.max(F.col("before_member_key").isNotNull()).over(
+                    Window.partitionBy(*REBALANCE, "topic").rowsBetween(
+                        Window.unboundedPreceding, Window.unboundedFollowing
+                    )
+                ),
+            }
+        )
+        .drop("after_subscriptions")
+    )
+
+
+def movement_counts(changes: DataFrame) -> DataFrame:
+    is_new = F.col("before_member_key").isNull() & F.col("after_member_key").isNotNull()
+    return changes.groupBy(*REBALANCE).agg(
+        F.sum(F.col("is_moved").cast("int")).cast("int").alias("moved_partition_count"),
+        F.sum(is_new.cast("int")).cast("int").alias("newly_assigned_partition_count"),
+        F.sum((F.col("before_member_key").isNotNull() & F.col("after_member_key").isNull()).cast("int"))
+        .cast("int")
+        .alias("unassigned_partition_count"),
+        F.max(is_new & F.col("is_topic_known_before")).alias("has_partitions_added"),
+    )

@@ -145,64 +145,6 @@ def _membership(rebalances: DataFrame) -> DataFrame:
     )
 
 
-def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFrame:
-    """One row per (rebalance, topic, partition) owned before or after, with both owners."""
-    owner = ["member_key", "member_id", "group_instance_id", "client_id", "client_host"]
-    keys = rebalances.select(
-        *REBALANCE,
-        "before_generation",
-        F.map_from_entries(
-            F.transform("members", lambda m: F.struct(member_key(m), F.coalesce(m["subscribed_topics"], F.array())))
-        ).alias("after_subscriptions"),
-    )
-    before = keys.join(
-        assignments.select(
-            *INCARNATION,
-            F.col("generation").alias("before_generation"),
-            "topic",
-            "partition",
-            *[F.col(name).alias(f"before_{name}") for name in owner],
-        ),
-        on=[*INCARNATION, "before_generation"],
-        how="inner",
-    ).drop("before_generation", "after_subscriptions")
-    after = assignments.join(keys.select(*REBALANCE), on=list(REBALANCE), how="inner").select(
-        *REBALANCE, "topic", "partition", *[F.col(name).alias(f"after_{name}") for name in owner]
-    )
-    subscriptions = F.try_element_at("after_subscriptions", F.col("before_member_key"))
-    is_forced = F.col("before_member_key").isNotNull() & (
-        subscriptions.isNull() | ((F.size(subscriptions) > 0) & ~F.array_contains(subscriptions, F.col("topic")))
-    )
-    return (
-        before.join(after, on=[*REBALANCE, "topic", "partition"], how="full")
-        .join(keys, on=list(REBALANCE), how="inner")
-        .withColumns(
-            {
-                "is_moved": F.coalesce(F.col("before_member_key") != F.col("after_member_key"), F.lit(False)),
-                "is_forced": F.coalesce(is_forced, F.lit(False)),
-                "is_topic_known_before": F.max(F.col("before_member_key").isNotNull()).over(
-                    Window.partitionBy(*REBALANCE, "topic").rowsBetween(
-                        Window.unboundedPreceding, Window.unboundedFollowing
-                    )
-                ),
-            }
-        )
-        .drop("after_subscriptions")
-    )
-
-
-def _movement_counts(changes: DataFrame) -> DataFrame:
-    is_new = F.col("before_member_key").isNull() & F.col("after_member_key").isNotNull()
-    return changes.groupBy(*REBALANCE).agg(
-        F.sum(F.col("is_moved").cast("int")).cast("int").alias("moved_partition_count"),
-        F.sum(is_new.cast("int")).cast("int").alias("newly_assigned_partition_count"),
-        F.sum((F.col("before_member_key").isNotNull() & F.col("after_member_key").isNull()).cast("int"))
-        .cast("int")
-        .alias("unassigned_partition_count"),
-        F.max(is_new & F.col("is_topic_known_before")).alias("has_partitions_added"),
-    )
-
-
 def _causes(rebalances: DataFrame) -> Column:
     """Every cause the records show, most telling first."""
     hows = F.transform("members_left", lambda d: d["how"])
@@ -240,7 +182,7 @@ def rebalances(
     departure_slack_ms: int,
     default_session_timeout_ms: int,
 ) -> DataFrame:
-    """framed (`logical_rebalances`) + changes (`partition_changes`) + assignments + counted commits
+    """framed (`logical_rebalances`) + changes (`assignment_math.partition_changes`) + assignments + counted commits
     -> gold `rebalances`."""
     after_members = framed.select(*REBALANCE, F.explode("members").alias("m")).select(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
@@ -251,7 +193,7 @@ def rebalances(
         framed.join(left, on=list(REBALANCE), how="left")
         .withColumn("members_left", F.coalesce("members_left", no_departures))
         .join(departures.pause_estimates(framed, commits), on=list(REBALANCE), how="left")
-        .join(_movement_counts(changes), on=list(REBALANCE), how="left")
+        .join(assignment_math.movement_counts(changes), on=list(REBALANCE), how="left")
         .join(assignment_math.minimal_moves(changes, after_members), on=list(REBALANCE), how="left")
         .join(assignment_math.skew(changes, after_members), on=list(REBALANCE), how="left")
     )
