@@ -11,6 +11,8 @@ import argparse
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -34,9 +36,14 @@ class Config:
     raw_table_format: str
     run_date: date | None = None
     source_files: tuple[Path, ...] = field(default=())
+    # Every merged section, for the jobs whose settings live in their own section ([gold], [capture], ...).
+    sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def table(self, name: str) -> str:
         return f"{self.database}.{name}"
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        return self.sections.get(name, {})
 
 
 def _merge(base: dict, override: Mapping) -> dict:
@@ -75,6 +82,7 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None, 
         raw_table_format=inputs["raw_table_format"],
         run_date=run_date,
         source_files=tuple(files),
+        sections=MappingProxyType(merged),
     )
 
 

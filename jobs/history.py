@@ -11,7 +11,6 @@ the configuration files (see `GoldSettings`).
 from __future__ import annotations
 
 import sys
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
@@ -50,11 +49,7 @@ class GoldSettings:
 
 
 def gold_settings(config: Config) -> GoldSettings:
-    """Reads `[gold]` from the configuration files the config was loaded from (later files win)."""
-    merged: dict = {}
-    for path in config.source_files:
-        with open(path, "rb") as handle:
-            merged.update(tomllib.load(handle).get("gold", {}))
+    merged = dict(config.section("gold"))
     unknown = set(merged) - {field.name for field in fields(GoldSettings)}
     if unknown:
         raise ValueError(f"unknown [gold] settings: {sorted(unknown)}")
