@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.encoding import (
+from bench.encoding import (
     array,
     blob,
     compact_array,

@@ -16,8 +16,8 @@ from pathlib import Path
 import cramjam
 import pytest
 
-from tests import batch_builder as bb
-from tests.batch_builder import Rec
+from bench import batch_builder as bb
+from bench.batch_builder import Rec
 from tests.conftest import PUBLIC_FIXTURES
 from transforms.compression import CorruptRecordError, decompress
 from transforms.record_batches import LogRecord, partition_from_path, read_partition, read_paths, read_segment_bytes

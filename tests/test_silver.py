@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from chispa import assert_df_equality
 
+from bench.encoding import i16, i32, i64, string
 from schemas import tables
-from tests.encoding import i16, i32, i64, string
 from transforms import silver
 
 h = bytes.fromhex

@@ -1,5 +1,7 @@
-"""A tiny, independent test-only encoder for Kafka's primitive encodings (written imperatively, not
-from our declarations, so round trips check the interpreter rather than agree with it)."""
+"""A tiny, independent encoder for Kafka's primitive encodings, used by the tests and the generator.
+
+Written imperatively, not from our declarations, so round trips check the interpreter rather than
+agree with it."""
 
 from __future__ import annotations
 

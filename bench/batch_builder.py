@@ -1,4 +1,6 @@
-"""A test-only encoder for Kafka's log layer: RecordBatch v2 and legacy magic 0/1 messages, byte-exact.
+"""An encoder for Kafka's log layer: RecordBatch v2 and legacy magic 0/1 messages, byte-exact.
+
+Used by the tests and by the generator (bench/generate.py).
 
 Written imperatively from kafka-record-formats.md section 9 (not from the reader), so round trips
 check the reader rather than agree with it. Compression follows what Kafka's Java writers produce:
