@@ -14,7 +14,7 @@ import gzip
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import cramjam
 import crc32c
@@ -24,8 +24,10 @@ TIMESTAMP_MS = 1_700_000_000_000  # 0x18bcfe56800, the base timestamp of section
 ABORT, COMMIT = 0, 1
 
 
-@dataclass(frozen=True)
-class Rec:
+_ONE_BYTE_VARINTS = tuple(bytes((zigzag,)) for zigzag in range(0x80))
+
+
+class Rec(NamedTuple):
     """One record of a v2 batch; offset_delta defaults to its index in the batch."""
 
     key: bytes | None
@@ -38,6 +40,8 @@ class Rec:
 def varint(value: int) -> bytes:
     """Zig-zag varint/varlong, as `ByteUtils.writeVarint` / `writeVarlong` write it."""
     zigzag = (value << 1) ^ (value >> 63)
+    if zigzag < 0x80:  # most lengths and deltas: the generator writes tens of millions of them
+        return _ONE_BYTE_VARINTS[zigzag]
     out = bytearray()
     while zigzag > 0x7F:
         out.append((zigzag & 0x7F) | 0x80)
@@ -51,8 +55,11 @@ def _sized(data: bytes | None) -> bytes:
 
 
 def record_v2(rec: Rec, offset_delta: int) -> bytes:
-    body = b"\x00" + varint(rec.timestamp_delta) + varint(offset_delta) + _sized(rec.key) + _sized(rec.value)
-    body += varint(len(rec.headers)) + b"".join(_sized(key) + _sized(value) for key, value in rec.headers)
+    body = b"".join((b"\x00", varint(rec.timestamp_delta), varint(offset_delta), _sized(rec.key), _sized(rec.value)))
+    if rec.headers:
+        body += varint(len(rec.headers)) + b"".join(_sized(key) + _sized(value) for key, value in rec.headers)
+    else:
+        body += b"\x00"
     return varint(len(body)) + body
 
 
@@ -72,7 +79,9 @@ def batch_v2(
     base_sequence: int = -1,
     partition_leader_epoch: int = 0,
     snappy_xerial: bool = True,
+    last_offset_delta: int | None = None,
 ) -> bytes:
+    """A v2 batch. `last_offset_delta` defaults to the last record's; the log cleaner keeps the original."""
     deltas = [index if rec.offset_delta is None else rec.offset_delta for index, rec in enumerate(records)]
     body = b"".join(record_v2(rec, delta) for rec, delta in zip(records, deltas, strict=True))
     if codec != "none":
@@ -85,7 +94,7 @@ def batch_v2(
         body,
         len(records),
         attributes=attributes | has_delete_horizon << 6,
-        last_offset_delta=max(deltas, default=0),
+        last_offset_delta=max(deltas, default=0) if last_offset_delta is None else last_offset_delta,
         base_timestamp=base_timestamp,
         max_timestamp=max_timestamp,
         producer_id=producer_id,
@@ -127,6 +136,13 @@ def frame_v2(
     return struct.pack(">qi", base_offset, len(after_length)) + after_length
 
 
+def marker_record(control_type: int, coordinator_epoch: int = 0, timestamp_delta: int = 0) -> Rec:
+    """A transaction marker: key int16 version 0, int16 type; value int16 version 0, int32 coordinatorEpoch."""
+    return Rec(
+        struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, coordinator_epoch), timestamp_delta=timestamp_delta
+    )
+
+
 def control_batch(
     base_offset: int,
     producer_id: int,
@@ -137,11 +153,10 @@ def control_batch(
     base_timestamp: int = TIMESTAMP_MS,
     partition_leader_epoch: int = 0,
 ) -> bytes:
-    """A transaction marker: key int16 version 0, int16 type; value int16 version 0, int32 coordinatorEpoch."""
-    marker = Rec(struct.pack(">hh", 0, control_type), struct.pack(">hi", 0, coordinator_epoch))
+    """A transaction marker batch."""
     return batch_v2(
         base_offset,
-        [marker],
+        [marker_record(control_type, coordinator_epoch)],
         base_timestamp=base_timestamp,
         is_transactional=True,
         is_control=True,
