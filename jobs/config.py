@@ -11,11 +11,11 @@ import argparse
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Any
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 # Under spark-submit the code runs from a zip; the launcher says where the checkout (conf/, jvm/) is.
 REPO_ROOT = Path(os.environ.get("GROUPSCOPE_HOME") or Path(__file__).resolve().parent.parent)

@@ -11,7 +11,7 @@ the configuration files (see `GoldSettings`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from pyspark.sql import DataFrame, SparkSession
@@ -37,6 +37,7 @@ class GoldSettings:
     storm_rebalances_per_hour: int = 6  # an hour with this many rebalances is a storm
     departure_slack_ms: int = 30_000  # silence beyond the session timeout still read as a timeout
     consumer_session_timeout_ms: int = 45_000  # KIP-848 members (a broker setting, not in the records)
+    consumer_heartbeat_interval_ms: int = 5_000  # KIP-848 members (a broker setting, not in the records)
     cooperative_round_gap_ms: int = 300_000  # max gap between cooperative rounds when no member states one
     status_intervals: int = 10  # Burrow's window: commits (slots) per partition
     status_min_distance_ms: int = 1_000  # Burrow's min-distance: commits closer than this share a slot
@@ -64,16 +65,23 @@ def cluster_rows(spark: SparkSession, config: Config, name: str, schema: StructT
     return spark.table(table).where(F.col("cluster") == F.lit(config.cluster))
 
 
+def gold_rows(name: str, rows: DataFrame) -> DataFrame:
+    """Rows in the gold table's column order and types."""
+    return rows.select(*[F.col(f.name).cast(f.dataType) for f in gold_tables.GOLD_SCHEMAS[name].fields])
+
+
 def write_gold(spark: SparkSession, config: Config, run: JobRun, name: str, rows: DataFrame) -> DataFrame:
     """Replaces the cluster's rows of a gold table and returns them as read back (short lineage)."""
-    schema = gold_tables.GOLD_SCHEMAS[name]
     table = config.table(name)
-    ensure_table(spark, table, schema, partition_by=("cluster",))
-    replace_cluster_rows(
-        spark, table, rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]), config.cluster
-    )
+    ensure_table(spark, table, gold_tables.GOLD_SCHEMAS[name], partition_by=("cluster",))
+    replace_cluster_rows(spark, table, gold_rows(name, rows), config.cluster)
     run.count_rows(spark, table, name)
     return cluster_rows(spark, config, name)
+
+
+# Stores one gold table's rows and gives them back cut from their lineage: the job writes Delta tables,
+# tests may keep them in memory.
+Materialize = Callable[[str, DataFrame], DataFrame]
 
 
 def materialized(rows: DataFrame) -> DataFrame:
@@ -81,26 +89,21 @@ def materialized(rows: DataFrame) -> DataFrame:
     return rows.localCheckpoint(eager=True)
 
 
-def history(spark: SparkSession, config: Config, run: JobRun) -> None:
-    settings = gold_settings(config)
-    offset_commits = cluster_rows(spark, config, "offset_commits")
-    group_records = cluster_rows(spark, config, "consumer_group_records")
-    names = epochs.topic_names(
-        group_records, offset_commits, cluster_rows(spark, config, TOPIC_IDS, gold_tables.topic_ids_schema)
+def build_history(
+    silver: Mapping[str, DataFrame], topic_ids: DataFrame, settings: GoldSettings, store: Materialize
+) -> None:
+    """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
+    -> every table of HISTORY_TABLES, handed to `store` in dependency order."""
+    offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
+    names = epochs.topic_names(group_records, offset_commits, topic_ids)
+    all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
+        epochs.consumer_group_generations(group_records, names)
     )
-    all_generations = generations.classic_generations(
-        cluster_rows(spark, config, "group_metadata"), cluster_rows(spark, config, "group_members")
-    ).unionByName(epochs.consumer_group_generations(group_records, names))
-    gens = write_gold(spark, config, run, "generations", all_generations)
-    assignments = write_gold(
-        spark, config, run, "generation_assignments", generations.explode_generation_assignments(gens)
-    )
+    gens = store("generations", all_generations)
+    assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
     changes = materialized(assignment_math.partition_changes(framed, assignments))
-    rebalance_rows = write_gold(
-        spark,
-        config,
-        run,
+    rebalance_rows = store(
         "rebalances",
         rebalances.rebalances(
             framed,
@@ -109,15 +112,22 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             offsets.filter_uncounted_commits(offset_commits),
             departure_slack_ms=settings.departure_slack_ms,
             default_session_timeout_ms=settings.consumer_session_timeout_ms,
+            default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
         ),
     )
-    write_gold(spark, config, run, "partition_movements", rebalances.partition_movements(framed, changes))
-    write_gold(
-        spark,
-        config,
-        run,
-        "rebalance_frequency",
-        frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour),
+    store("partition_movements", rebalances.partition_movements(framed, changes))
+    store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
+
+
+SILVER_INPUTS = ("offset_commits", "group_metadata", "group_members", "consumer_group_records")
+
+
+def history(spark: SparkSession, config: Config, run: JobRun) -> None:
+    build_history(
+        {name: cluster_rows(spark, config, name) for name in SILVER_INPUTS},
+        cluster_rows(spark, config, TOPIC_IDS, gold_tables.topic_ids_schema),
+        gold_settings(config),
+        lambda name, rows: write_gold(spark, config, run, name, rows),
     )
 
 

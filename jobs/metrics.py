@@ -11,12 +11,13 @@ empty and only the daily group view is filled. Run after `history` (it reads `ge
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import date
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config, parse_config
-from jobs.history import END_OFFSETS, cluster_rows, gold_settings, write_gold
+from jobs.history import END_OFFSETS, GoldSettings, Materialize, cluster_rows, gold_settings, write_gold
 from jobs.runs import JobRun
 from jobs.session import build_session
 from jobs.tables import table_location
@@ -26,20 +27,19 @@ from transforms import group_daily, lag, status
 METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 
 
-def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
-    settings = gold_settings(config)
-    offset_commits = cluster_rows(spark, config, "offset_commits")
-    end_offsets = cluster_rows(spark, config, END_OFFSETS, gold_tables.end_offsets_schema)
-    if not spark.catalog.tableExists(config.table(END_OFFSETS)):
-        run.progress("lag", f"no {config.table(END_OFFSETS)} table: lag and status stay empty")
-    else:
-        run.inputs = [*run.inputs, table_location(spark, config.table(END_OFFSETS))]
-    lag_rows = write_gold(spark, config, run, "lag", lag.lag(offset_commits, end_offsets))
-    write_gold(spark, config, run, "lag_daily", lag.lag_daily(lag_rows))
-    partition_status = write_gold(
-        spark,
-        config,
-        run,
+def build_metrics(
+    offset_commits: DataFrame,
+    end_offsets: DataFrame,
+    history: Mapping[str, DataFrame],
+    settings: GoldSettings,
+    as_of: date | None,
+    store: Materialize,
+) -> None:
+    """Silver `offset_commits` + `end_offsets` snapshots + gold `generations` and `rebalances` (any clusters)
+    -> every table of METRICS_TABLES, handed to `store` in dependency order."""
+    lag_rows = store("lag", lag.lag(offset_commits, end_offsets))
+    store("lag_daily", lag.lag_daily(lag_rows))
+    partition_status = store(
         "consumer_status",
         status.consumer_status(
             lag_rows,
@@ -51,21 +51,37 @@ def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
             minimum_complete=settings.status_minimum_complete,
         ),
     )
-    group_rows = write_gold(
-        spark, config, run, "group_status", status.group_status(partition_status, settings.status_window_minutes)
-    )
+    group_rows = store("group_status", status.group_status(partition_status, settings.status_window_minutes))
     daily = group_daily.group_daily(
-        cluster_rows(spark, config, "generations", gold_tables.generations_schema),
+        history["generations"],
         offset_commits,
-        cluster_rows(spark, config, "rebalances", gold_tables.rebalances_schema),
+        history["rebalances"],
         lag_rows,
         group_rows,
-        as_of=config.run_date,
+        as_of=as_of,
         stale_after_days=settings.stale_after_days,
         offsets_retention_minutes=settings.offsets_retention_minutes,
         expiry_warning_hours=settings.expiry_warning_hours,
     )
-    write_gold(spark, config, run, "group_daily", daily)
+    store("group_daily", daily)
+
+
+def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
+    if not spark.catalog.tableExists(config.table(END_OFFSETS)):
+        run.progress("lag", f"no {config.table(END_OFFSETS)} table: lag and status stay empty")
+    else:
+        run.inputs = [*run.inputs, table_location(spark, config.table(END_OFFSETS))]
+    build_metrics(
+        cluster_rows(spark, config, "offset_commits"),
+        cluster_rows(spark, config, END_OFFSETS, gold_tables.end_offsets_schema),
+        {
+            "generations": cluster_rows(spark, config, "generations", gold_tables.generations_schema),
+            "rebalances": cluster_rows(spark, config, "rebalances", gold_tables.rebalances_schema),
+        },
+        gold_settings(config),
+        config.run_date,
+        lambda name, rows: write_gold(spark, config, run, name, rows),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

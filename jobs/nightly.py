@@ -1,4 +1,4 @@
-"""Nightly: ingest what is new, decode it, and print what the tables now hold.
+"""Nightly: ingest what is new, decode it, rebuild the groups' history and metrics, and summarise.
 
     spark-submit.sh nightly [--conf conf/<env>.toml] [--run-date YYYY-MM-DD]
 
@@ -16,7 +16,9 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config, parse_config
 from jobs.decode import SILVER_SCHEMAS, decode
+from jobs.history import HISTORY_TABLES, history
 from jobs.ingest import ingest
+from jobs.metrics import METRICS_TABLES, metrics
 from jobs.runs import JobRun
 from jobs.session import build_session
 
@@ -28,7 +30,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
         f"warehouse {config.warehouse_dir}",
         f"  raw_records            {counts.get('raw_records', 0):>10,}",
-        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in SILVER_SCHEMAS),
+        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
         f"  groups with commits    {groups:>10,}",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
@@ -46,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ingest(spark, config, run)
             run.progress("decode")
             decode(spark, config, run)
+            run.progress("history")
+            history(spark, config, run)
+            run.progress("metrics")
+            metrics(spark, config, run)
             print(summary(spark, config, run.counts), flush=True)
         return run.exit_code
     finally:

@@ -32,6 +32,8 @@ STARTUP_DEADLINE_S = 90
 SHUTDOWN_DEADLINE_S = 60
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 DEFAULT_OFFSETS_RETENTION_MINUTES = 7 * 24 * 60  # Kafka's default
+# KIP-848 members' session and heartbeat are broker settings, so the gold settings need them too.
+CONSUMER_GROUP_SESSION_TIMEOUT_MS, CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS = 6000, 1000
 # Kafka 3.9's jars bind SLF4J to reload4j, which logs nothing without a configuration; 4.x uses slf4j-simple.
 RELOAD4J_CONSOLE = """log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -128,9 +130,9 @@ def server_properties(
     # KIP-848 groups: session and heartbeat are broker settings (defaults 45 s and 5 s, minimums as large).
     properties |= {
         "group.consumer.min.session.timeout.ms": 1000,
-        "group.consumer.session.timeout.ms": 6000,
+        "group.consumer.session.timeout.ms": CONSUMER_GROUP_SESSION_TIMEOUT_MS,
         "group.consumer.min.heartbeat.interval.ms": 500,
-        "group.consumer.heartbeat.interval.ms": 1000,
+        "group.consumer.heartbeat.interval.ms": CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
     }
     properties |= dict(settings)
     return "".join(f"{key}={value}\n" for key, value in properties.items())

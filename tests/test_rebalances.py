@@ -93,7 +93,13 @@ def rebalanced(spark):
     changes = assignment_math.partition_changes(framed, assignments).localCheckpoint()
     counted = offsets.filter_uncounted_commits(commits(spark, COMMITS))
     rows = rebalances.rebalances(
-        framed, changes, assignments, counted, departure_slack_ms=30_000, default_session_timeout_ms=45_000
+        framed,
+        changes,
+        assignments,
+        counted,
+        departure_slack_ms=30_000,
+        default_session_timeout_ms=45_000,
+        default_heartbeat_interval_ms=5_000,
     ).localCheckpoint()
     return rows, rebalances.partition_movements(framed, changes).localCheckpoint()
 

@@ -6,6 +6,9 @@ sign of life (the last record of the generation it belonged to, or its partition
 the end of the rebalance's join phase tells them apart:
 - silent < session timeout: it cannot have timed out -> 'clean';
 - session timeout <= silent <= session timeout + slack: -> 'timeout';
+A KIP-848 member's session runs from its last heartbeat, and a commit may follow that heartbeat by up
+to one heartbeat interval (commits are not heartbeats there), so for those members the session
+timeout above is shortened by the heartbeat interval (both broker settings, not in the records).
 - longer: the records cannot tell (an idle member leaves no sign of life) -> 'unknown'.
 
 Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
@@ -35,6 +38,7 @@ def members_left(
     commits: DataFrame,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
+    default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed rebalances (left_members, before_generation, ...) -> (rebalance, members_left: DEPARTUREs)."""
     left = rebalances.select(
@@ -66,8 +70,9 @@ def members_left(
     last_seen = F.greatest("before_last_recorded_at", "last_commit_at")
     silent_ms = F.unix_millis("join_completed_at") - F.unix_millis(last_seen)
     timeout_ms = F.coalesce(F.col("m.session_timeout_ms"), F.lit(default_session_timeout_ms)).cast("long")
+    heartbeat_after_commit_ms = F.when(F.col("m.session_timeout_ms").isNull(), F.lit(default_heartbeat_interval_ms))
     how = (
-        F.when(silent_ms < timeout_ms, F.lit(HOW_CLEAN))
+        F.when(silent_ms < timeout_ms - F.coalesce(heartbeat_after_commit_ms, F.lit(0)), F.lit(HOW_CLEAN))
         .when(silent_ms <= timeout_ms + F.lit(departure_slack_ms), F.lit(HOW_TIMEOUT))
         .otherwise(F.lit(HOW_UNKNOWN))
     )

@@ -7,7 +7,9 @@ partitions whose owner is still a member (revoked, to be handed over), and the n
 within the members' rebalance timeout. Movement is counted between the rebalance's endpoints, so a
 partition revoked in the first round and assigned in the second counts once. A static member replaced
 within its session timeout writes no new generation and is no rebalance. KIP-848 target-assignment
-epochs are each one (incremental) rebalance.
+epochs are each one (incremental) rebalance, except an epoch with a member whose topic regex the
+coordinator has not resolved yet (it subscribes to no topic name): the join completes in the next
+epoch, which resolves it, so the two are one rebalance, as the member sees it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _member_keys(members: Column) -> Column:
 
 
 def _revoke_rounds(generations: DataFrame, assignments: DataFrame, round_gap_fallback_ms: int) -> DataFrame:
-    """Live generation rows + is_revoke_round."""
+    """Live generation rows + is_revoke_round (the round does not complete its rebalance)."""
     live = generations.where(F.col("state") != F.lit(STATE_DELETED))
     previous_owners = assignments.select(
         *INCARNATION, F.col("generation").alias("previous_generation"), "topic", "partition", "member_key"
@@ -58,11 +60,12 @@ def _revoke_rounds(generations: DataFrame, assignments: DataFrame, round_gap_fal
         F.array_max(F.transform("members", lambda m: m["rebalance_timeout_ms"])), F.lit(round_gap_fallback_ms)
     )
     follows_in_time = (F.unix_millis(F.lead("recorded_at").over(order)) - F.unix_millis("recorded_at")) <= round_gap_ms
+    protocol = rebalance_protocol(F.col("group_protocol"), F.col("assignor"))
+    awaits_regex = F.exists("members", lambda m: F.size(F.coalesce(m["subscribed_topics"], F.array())) == 0)
     is_revoke_round = (
-        (rebalance_protocol(F.col("group_protocol"), F.col("assignor")) == F.lit(PROTOCOL_COOPERATIVE))
-        & (F.coalesce("revoked_pending", F.lit(0)) > 0)
-        & F.coalesce(follows_in_time, F.lit(False))
-    )
+        ((protocol == F.lit(PROTOCOL_COOPERATIVE)) & (F.coalesce("revoked_pending", F.lit(0)) > 0))
+        | ((protocol == F.lit(PROTOCOL_CONSUMER)) & awaits_regex)
+    ) & F.coalesce(follows_in_time, F.lit(False))
     return live.join(pending, on=list(REBALANCE), how="left").withColumn("is_revoke_round", is_revoke_round)
 
 
@@ -181,6 +184,7 @@ def rebalances(
     *,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
+    default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed (`logical_rebalances`) + changes (`assignment_math.partition_changes`) + assignments + counted commits
     -> gold `rebalances`."""
@@ -188,7 +192,9 @@ def rebalances(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
     )
     no_departures = F.array().cast(gold_tables.rebalances_schema["members_left"].dataType)
-    left = departures.members_left(framed, assignments, commits, departure_slack_ms, default_session_timeout_ms)
+    left = departures.members_left(
+        framed, assignments, commits, departure_slack_ms, default_session_timeout_ms, default_heartbeat_interval_ms
+    )
     enriched = (
         framed.join(left, on=list(REBALANCE), how="left")
         .withColumn("members_left", F.coalesce("members_left", no_departures))

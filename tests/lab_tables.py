@@ -1,0 +1,84 @@
+"""Every lab capture through the whole pipeline at once, one `cluster` per capture, kept in memory.
+
+The ground-truth tests compare these tables with what the lab's clients saw (scenario.json) and with
+`kafka-consumer-groups --describe` taken at the end of each scenario. Running the jobs' own builders
+(`build_history`, `build_metrics`) over all captures in one pass keeps that to one pipeline's cost.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from jobs.config import load_config
+from jobs.history import GoldSettings, build_history, gold_rows, materialized
+from jobs.ingest import read_inputs
+from jobs.metrics import build_metrics
+from lab.broker import CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, CONSUMER_GROUP_SESSION_TIMEOUT_MS
+from schemas import gold_tables
+from transforms import silver
+
+CAPTURES = Path(__file__).resolve().parent / "captures"
+
+
+@dataclass(frozen=True)
+class Capture:
+    path: Path
+
+    @property
+    def cluster(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def scenario(self) -> dict:
+        return json.loads((self.path / "scenario.json").read_text())
+
+    def end_offset_rows(self) -> list[tuple]:
+        snapshot = json.loads((self.path / "end_offsets.json").read_text())
+        observed_at = datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, UTC)
+        return [
+            (self.cluster, topic, int(partition), offset, observed_at)
+            for topic, partitions in snapshot["offsets"].items()
+            for partition, offset in partitions.items()
+        ]
+
+
+def all_captures() -> list[Capture]:
+    return [Capture(path.parent) for path in sorted(CAPTURES.glob("*/*/scenario.json"))]
+
+
+def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, DataFrame]:
+    raw = None
+    for capture in captures:
+        config = load_config(overrides={"input": {"cluster": capture.cluster, "segment_paths": [str(capture.path)]}})
+        rows = read_inputs(spark, config, "lab-tables")
+        raw = rows if raw is None else raw.unionByName(rows)
+    decoded = materialized(silver.decode_raw_records(raw))
+    members = silver.explode_group_members(decoded)
+    tables = {
+        "offset_commits": materialized(silver.filter_offset_commits(decoded)),
+        "group_metadata": silver.filter_group_metadata(decoded),
+        "group_members": members,
+        "consumer_group_records": silver.filter_consumer_group_records(decoded),
+        "quarantine": silver.filter_quarantine(decoded, raw),
+        "end_offsets": spark.createDataFrame(
+            [row for capture in captures for row in capture.end_offset_rows()], gold_tables.end_offsets_schema
+        ),
+    }
+
+    def store(name: str, rows: DataFrame) -> DataFrame:
+        tables[name] = materialized(gold_rows(name, rows))
+        return tables[name]
+
+    settings = GoldSettings(
+        consumer_session_timeout_ms=CONSUMER_GROUP_SESSION_TIMEOUT_MS,
+        consumer_heartbeat_interval_ms=CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
+    )
+    no_topic_ids = spark.createDataFrame([], gold_tables.topic_ids_schema)
+    build_history(tables, no_topic_ids, settings, store)
+    build_metrics(tables["offset_commits"], tables["end_offsets"], tables, settings, None, store)
+    return tables
