@@ -43,3 +43,11 @@ def spark(spark_config):
     session = build_session(spark_config, "groupscope-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def lab(spark):
+    """Every lab capture's tables, in memory (see tests/lab_tables.py)."""
+    from tests.lab_tables import all_captures, build_lab_tables
+
+    return build_lab_tables(spark, all_captures())

@@ -16,14 +16,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.lab_tables import Capture, all_captures, build_lab_tables
+from tests.lab_tables import Capture, all_captures
 
 CAPTURES = all_captures()
-
-
-@pytest.fixture(scope="module")
-def lab(spark):
-    return build_lab_tables(spark, CAPTURES)
 
 
 @dataclass
