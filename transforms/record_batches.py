@@ -303,7 +303,9 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
     while pos < size:
         # log.preallocate=true leaves a zero-filled tail after the last batch: no data, not damage.
         # (Shorter zero runs are kept as errors: they may be a torn header of a batch at offset 0.)
-        if size - pos >= _LOG_OVERHEAD and data[pos] == 0 and data.count(0, pos) == size - pos:
+        # Only a zero batchLength (never a real batch's) is worth scanning the rest of the file for.
+        is_zero_length = data[pos + 8 : pos + _LOG_OVERHEAD] == b"\0\0\0\0"
+        if size - pos >= _LOG_OVERHEAD and is_zero_length and data.count(0, pos) == size - pos:
             return
         if size - pos < _FRAMING.size:
             offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
