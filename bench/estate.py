@@ -1,7 +1,7 @@
 """The estate the generator simulates: topics and their traffic, consumer groups and their habits.
 
-Deterministic from a seed. Shaped like a large multi-team cluster: about a thousand topics with tens
-of thousands of partitions (most small, a few of 128-256 partitions; many idle, some hot), and
+Deterministic from a seed. Shaped like a large multi-team cluster: 1,500 topics with about 17,000
+partitions (most small, a few of 128-256 partitions; many idle, some hot), and
 thousands of consumer groups of every protocol and client found in the wild:
 
 - eager classic groups (range and roundrobin from the Java client and librdkafka, kafka-python's
@@ -45,9 +45,10 @@ GROUP_KINDS = (
     (PROTOCOL_RANGE, CLIENT_JAVA, True, False, 8),
     (PROTOCOL_CONSUMER, CLIENT_JAVA, False, False, 12),
     (PROTOCOL_CONSUMER, CLIENT_LIBRDKAFKA, False, False, 6),
-    (PROTOCOL_RANGE, CLIENT_JAVA, False, True, 6),
+    (PROTOCOL_RANGE, CLIENT_JAVA, False, True, 3),
 )
-_PARTITION_COUNTS = (1, 1, 1, 3, 3, 6, 6, 8, 12, 12, 16, 24, 32, 48, 64, 100, 128, 256)
+_PARTITION_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
+_PARTITION_COUNT_WEIGHTS = (14, 8, 12, 8, 14, 10, 10, 8, 5, 4, 2, 2, 1, 0.5)  # mean about 12.5
 _MEMBER_COUNTS = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8, 12, 16, 24, 32)
 _COMMIT_INTERVALS_MS = (5_000, 5_000, 5_000, 5_000, 5_000, 1_000, 2_000, 10_000, 30_000, 60_000)
 _TEAMS = ("payments", "orders", "ledger", "search", "ads", "fraud", "billing", "catalog", "shipping", "identity",
@@ -121,7 +122,7 @@ def build_topics(rng: random.Random, count: int, max_partitions: int) -> dict[st
     topics = {}
     for index in range(count):
         name = f"{rng.choice(_TEAMS)}.{rng.choice(_THINGS)}.v{rng.randint(1, 3)}-{index:04d}"
-        partitions = min(max_partitions, rng.choice(_PARTITION_COUNTS))
+        partitions = min(max_partitions, rng.choices(_PARTITION_COUNTS, _PARTITION_COUNT_WEIGHTS)[0])
         traffic = rng.random()
         rates = tuple(
             0.0 if traffic < 0.35 else rng.lognormvariate(math.log(2.0 if traffic < 0.9 else 300.0), 1.0)
@@ -146,7 +147,7 @@ def build_groups(
 ) -> tuple[GroupPlan, ...]:
     names = list(topics)
     # A few topics are read by many groups (the shared event streams); most by one or two.
-    popularity = [rng.paretovariate(1.2) for _ in names]
+    popularity = [rng.paretovariate(2.0) for _ in names]
     weights = [kind[-1] for kind in GROUP_KINDS]
     busiest = max(names, key=lambda name: sum(topics[name].rates))
     groups = []
@@ -154,7 +155,7 @@ def build_groups(
         kind = rng.choices(GROUP_KINDS, weights)[0]
         # The first groups take every kind in turn, so even a small estate has all of them.
         protocol, client, is_static, is_transactional, _ = GROUP_KINDS[index] if index < len(GROUP_KINDS) else kind
-        topic_count = rng.choices((1, 2, 3, 6), (70, 18, 8, 4))[0]
+        topic_count = rng.choices((1, 2, 3, 6), (80, 14, 5, 1))[0]
         chosen = tuple(dict.fromkeys(rng.choices(names, popularity, k=topic_count)))
         if is_transactional:  # exactly-once applications process a live stream
             chosen = tuple(name for name in chosen if any(topics[name].rates)) or (busiest,)
@@ -188,7 +189,7 @@ def build_groups(
                 topics=chosen,
                 regex=regex,
                 members=0 if is_stale else max(1, min(partitions, rng.choice(_MEMBER_COUNTS))),
-                commit_interval_ms=1_000 if is_transactional else rng.choice(_COMMIT_INTERVALS_MS),
+                commit_interval_ms=5_000 if is_transactional else rng.choice(_COMMIT_INTERVALS_MS),
                 commits_every_partition=client == CLIENT_JAVA and not is_transactional,
                 lag_profile=profile,
                 lag_factor=rng.uniform(0.5, 0.95),
@@ -197,7 +198,7 @@ def build_groups(
                 else None,
                 churn_mean_ms=rng.uniform(60_000, 180_000)
                 if is_flapping
-                else (churn_minutes or rng.uniform(20, 120)) * 60_000,
+                else (churn_minutes or rng.uniform(10, 60)) * 60_000,
                 born_at_ms=born_at,
                 dies_at_ms=dies_at,
                 deleted_at_ms=deleted_at,
@@ -210,43 +211,18 @@ def build_groups(
     return tuple(groups)
 
 
-def expected_commit_rate(estate_topics: dict[str, Topic], groups: tuple[GroupPlan, ...]) -> float:
-    """Offset commit records per second the groups write, for sizing the window to a record count."""
-    rate = 0.0
-    for group in groups:
-        interval_s = group.commit_interval_ms / 1000
-        for name in group.topics:
-            for partition_rate in estate_topics[name].rates:
-                moved = 1.0 if group.commits_every_partition else 1 - math.exp(-partition_rate * interval_s)
-                rate += moved / interval_s
-    return rate
-
-
 @dataclass(frozen=True)
 class EstateShape:
     """The knobs of an estate; the defaults make a large one."""
 
-    groups: int = 2_500
-    topics: int = 1_200
+    groups: int = 2_000
+    topics: int = 1_500
     max_partitions: int = 256
-    churn_minutes: float | None = None  # mean minutes between a group's membership changes (default 20-120)
+    churn_minutes: float | None = None  # mean minutes between a group's membership changes (default 10-60)
     cleaned_fraction: float = 0.3  # share of the window the log cleaner has compacted
-    window_ms: int | None = None  # the window's length (default: what `records` needs)
 
 
-def build_estate(seed: int, records: int, shape: EstateShape) -> Estate:
-    """An estate whose window is long enough for about `records` records after compaction (or `window_ms` long).
-
-    Records before the cleaned boundary shrink to about one per key; the rest stay. So
-    records ~= keys + rate * duration * (1 - cleaned_fraction).
-    """
+def build_estate(seed: int, shape: EstateShape, window_ms: int) -> Estate:
     topic_map = build_topics(random.Random(seed), shape.topics, shape.max_partitions)
-
-    def groups(duration_ms: int) -> tuple[GroupPlan, ...]:
-        return build_groups(random.Random(seed + 1), topic_map, shape.groups, duration_ms, shape.churn_minutes)
-
-    provisional = groups(3_600_000)
-    keys = sum(len(topic_map[name].rates) for group in provisional for name in group.topics)
-    rate = expected_commit_rate(topic_map, provisional) * (1 - shape.cleaned_fraction)
-    duration_ms = shape.window_ms or max(10_000, int(max(records - keys, records // 10) / rate * 1000))
-    return Estate(topic_map, groups(duration_ms), seed, duration_ms)
+    groups = build_groups(random.Random(seed + 1), topic_map, shape.groups, window_ms, shape.churn_minutes)
+    return Estate(topic_map, groups, seed, window_ms)

@@ -36,9 +36,9 @@ from bench.estate import WINDOW_START_MS, Estate, EstateShape, build_estate
 from bench.log_writer import CODECS, write_partition
 from bench.simulate import Coordinator
 from transforms.codec import uuid_to_kafka_string
-from transforms.partitioning import DEFAULT_OFFSETS_PARTITIONS
 
 MANIFEST = "manifest.json"
+PILOT_WINDOW_MS = 20_000
 TOPIC = "__consumer_offsets"
 
 
@@ -81,6 +81,29 @@ def prepare(out: Path) -> None:
 
 def codec_of(compression: str, partition: int) -> str:
     return CODECS[partition % len(CODECS)] if compression == "mixed" else compression
+
+
+def window_for(seed: int, shape: EstateShape, records: int) -> int:
+    """The window that gives about `records` records, from the rate a short pilot run of the estate writes.
+
+    What the log held before the window stays (about one record per key, compaction keeps it); of the
+    window itself, the cleaned share shrinks to about nothing.
+    """
+    pilot = build_estate(seed, shape, PILOT_WINDOW_MS)
+    by_partition = groups_by_partition(pilot)
+    appends = [append for partition, plans in by_partition.items()
+               for append in Coordinator(pilot, partition, seed).run(plans)]  # fmt: skip
+    before = sum(len(append.records) for append in appends if append.at_ms < WINDOW_START_MS)
+    during = sum(len(append.records) for append in appends if append.at_ms >= WINDOW_START_MS)
+    kept_per_ms = during / PILOT_WINDOW_MS * (1 - shape.cleaned_fraction)
+    return max(PILOT_WINDOW_MS, int(max(records - before, records // 10) / kept_per_ms))
+
+
+def groups_by_partition(estate: Estate) -> dict[int, list]:
+    by_partition: dict[int, list] = {}
+    for plan in estate.groups:
+        by_partition.setdefault(plan.offsets_partition, []).append(plan)
+    return dict(sorted(by_partition.items()))
 
 
 def generate_partition(job: tuple) -> dict:
@@ -167,19 +190,18 @@ def generate(options: argparse.Namespace) -> dict:
         max_partitions=options.max_partitions,
         churn_minutes=options.churn_minutes,
         cleaned_fraction=options.cleaned_fraction,
-        window_ms=options.window_seconds * 1000 if options.window_seconds else None,
     )
-    estate = build_estate(options.seed, options.records, shape)
-    by_partition: dict[int, list] = {partition: [] for partition in range(DEFAULT_OFFSETS_PARTITIONS)}
-    for plan in estate.groups:
-        by_partition[plan.offsets_partition].append(plan)
+    if options.window_seconds:
+        estate = build_estate(options.seed, shape, options.window_seconds * 1000)
+    else:
+        estate = build_estate(options.seed, shape, window_for(options.seed, shape, options.records))
     settings = {
         "out": out,
         "compression": options.compression,
         "cleaned_fraction": options.cleaned_fraction,
         "segment_bytes": options.segment_bytes,
     }
-    jobs = [(estate, partition, plans, settings) for partition, plans in by_partition.items() if plans]
+    jobs = [(estate, partition, plans, settings) for partition, plans in groups_by_partition(estate).items()]
     # Largest partitions first, so the last worker is not left with the biggest one.
     jobs.sort(key=lambda job: -sum(p.members * len(p.topics) for p in job[2]))
     with ProcessPoolExecutor(max_workers=max(1, options.workers)) as pool:
