@@ -36,16 +36,19 @@ SILVER_SCHEMAS = {
 
 def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
     raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(config.cluster))
-    decoded = silver.decode_raw_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    # Two passes over raw_records: the offset commits of the vectorised path (nearly every record) go
+    # straight to their table; the few others are decoded once, kept, and fanned out to the rest.
+    commits = silver.decode_raw_records(raw, silver.VECTORISED_RECORDS)
+    others = silver.decode_raw_records(raw, silver.OTHER_RECORDS).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        group_members = silver.explode_group_members(decoded)
+        group_members = silver.explode_group_members(others)
         outputs = {
-            "offset_commits": silver.filter_offset_commits(decoded),
-            "group_metadata": silver.filter_group_metadata(decoded),
+            "offset_commits": silver.filter_offset_commits(commits).unionByName(silver.filter_offset_commits(others)),
+            "group_metadata": silver.filter_group_metadata(others),
             "group_members": group_members,
             "member_assignments": silver.explode_member_assignments(group_members),
-            "consumer_group_records": silver.filter_consumer_group_records(decoded),
-            "quarantine": silver.filter_quarantine(decoded, raw),
+            "consumer_group_records": silver.filter_consumer_group_records(others),
+            "quarantine": silver.filter_quarantine(others),
         }
         for name, rows in outputs.items():
             table = config.table(name)
@@ -53,7 +56,7 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
             replace_cluster_rows(spark, table, rows, config.cluster)
             run.progress(name, "written")
     finally:
-        decoded.unpersist()
+        others.unpersist()
     check_nothing_lost(spark, config, run)
 
 

@@ -185,13 +185,21 @@ def test_kip848_record_is_typed(decoded):
 
 
 def test_undecodable_records_are_quarantined_with_reason_and_bytes(raw, decoded):
-    rows = {row.record_id: row for row in silver.filter_quarantine(decoded, raw).collect()}
+    rows = {row.record_id: row for row in silver.filter_quarantine(decoded).collect()}
     assert set(rows) == {"c1/12/6", "c1/12/7", "c1/12/8"}
     assert (rows["c1/12/6"].stage, rows["c1/12/6"].record_type) == ("key", 42)
     assert "unknown record type 42" in rows["c1/12/6"].reason
     assert rows["c1/12/7"].stage == "value" and bytes(rows["c1/12/7"].value) == i16(3) + i64(1)
     assert rows["c1/12/8"].stage == "read" and "CRC-32C" in rows["c1/12/8"].reason
     assert rows["c1/12/8"].source_file.endswith("0.log")
+    assert {row.capture_run_id for row in rows.values()} == {"run-1"}
+
+
+def test_the_two_decoding_passes_split_the_records_between_them(raw, decoded):
+    vectorised = silver.decode_raw_records(raw, silver.VECTORISED_RECORDS).collect()
+    others = silver.decode_raw_records(raw, silver.OTHER_RECORDS).collect()
+    assert {row.record_id for row in vectorised} == {"c1/12/0", "c1/12/1", "c1/12/2"}
+    assert sorted(map(repr, vectorised + others)) == sorted(map(repr, decoded.collect()))
 
 
 def test_every_raw_record_lands_in_exactly_one_place(raw, decoded):
@@ -199,7 +207,7 @@ def test_every_raw_record_lands_in_exactly_one_place(raw, decoded):
         silver.filter_offset_commits(decoded),
         silver.filter_group_metadata(decoded),
         silver.filter_consumer_group_records(decoded),
-        silver.filter_quarantine(decoded, raw),
+        silver.filter_quarantine(decoded),
     ]
     landed = [row.record_id for frame in destinations for row in frame.select("record_id").collect()]
     assert sorted(landed) == sorted(row.record_id for row in raw.select("record_id").collect())

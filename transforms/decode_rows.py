@@ -69,6 +69,8 @@ def _quarantine(row: dict, raw: dict, stage: str, reason: str, record_type: int 
         record_type=record_type,
         key=raw.get("key"),
         value=raw.get("value"),
+        source_file=raw.get("source_file"),
+        capture_run_id=raw.get("capture_run_id"),
     )
     return row
 
