@@ -5,15 +5,23 @@ Maven Central jars that scripts/bootstrap.sh fetched into jvm/kafka-<line>/jars.
         broker.bootstrap_servers               # "127.0.0.1:<free port>"
         broker.describe_groups()               # kafka-consumer-groups --describe --all-groups
 
+    Broker("4", workdir, sasl_users={"capture": password})   # plus a SASL_PLAINTEXT (PLAIN) listener:
+        broker.sasl_bootstrap_servers                        # "127.0.0.1:<another free port>"
+
 Storage is formatted fresh (`StorageTool format --standalone`, random cluster id). Ready means the port
 accepts connections and a metadata request through the AdminClient lists the broker; no sleep stands in
 for readiness. Stop is SIGTERM and a wait for the clean shutdown (segments closed and flushed), SIGKILL
-only past a deadline. `dump_offsets(files)` runs Kafka's own DumpLogSegments without any broker.
+only past a deadline; `restart()` brings a stopped broker back on its storage and ports (an outage).
+`dump_offsets(files)` runs Kafka's own DumpLogSegments without any broker.
+
+SASL passwords never reach a file: server.properties refers to environment variables of the broker
+process (`${env:...}`, Kafka's EnvVarConfigProvider).
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import signal
 import socket
 import subprocess
@@ -34,6 +42,9 @@ TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 DEFAULT_OFFSETS_RETENTION_MINUTES = 7 * 24 * 60  # Kafka's default
 # KIP-848 members' session and heartbeat are broker settings, so the gold settings need them too.
 CONSUMER_GROUP_SESSION_TIMEOUT_MS, CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS = 6000, 1000
+SASL_LISTENER = "SASL_PLAINTEXT"
+ENV_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 # Kafka 3.9's jars bind SLF4J to reload4j, which logs nothing without a configuration; 4.x uses slf4j-simple.
 RELOAD4J_CONSOLE = """log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -45,8 +56,14 @@ log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 def _not_ready_codes() -> frozenset:
     from confluent_kafka import KafkaError
 
+    # UNKNOWN_LEADER_EPOCH: right after a restart, metadata can be ahead of the partition's own state.
     return frozenset(
-        {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+        {
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.UNKNOWN_LEADER_EPOCH,
+        }
     )
 
 
@@ -63,10 +80,12 @@ def classpath(version: str) -> str:
     return f"{jars}/*"
 
 
-def run_tool(version: str, main_class: str, *args: str, timeout_s: float = 300) -> str:
+def run_tool(
+    version: str, main_class: str, *args: str, timeout_s: float = 300, environment: Mapping[str, str] | None = None
+) -> str:
     """Runs one of Kafka's command-line tools by its main class; returns its stdout."""
     command = ["java", *TOOL_JVM_OPTIONS, "-cp", classpath(version), main_class, *args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False, env=environment)
     if result.returncode != 0:
         raise BrokerError(
             f"{main_class} {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}{result.stdout[-1000:]}"
@@ -96,18 +115,47 @@ def port_accepts(port: int) -> bool:
         return False
 
 
+def sasl_password_variable(user: str) -> str:
+    """The broker process's environment variable that holds `user`'s SASL/PLAIN password."""
+    return "LAB_SASL_PASSWORD_" + base64.b32encode(user.encode()).decode().rstrip("=")
+
+
+def plain_jaas_config(user: str, password: str) -> str:
+    """A client's sasl.jaas.config for SASL/PLAIN (a secret: pass it through the environment)."""
+    return f'{PLAIN_LOGIN_MODULE} required username="{user}" password="{password}";'
+
+
+def _sasl_properties(sasl_port: int, users: Iterable[str]) -> dict[str, object]:
+    credentials = " ".join(f'user_{user}="${{env:{sasl_password_variable(user)}}}"' for user in users)
+    listener = SASL_LISTENER.lower()
+    return {
+        "sasl.enabled.mechanisms": "PLAIN",
+        f"listener.name.{listener}.plain.sasl.jaas.config": f"{PLAIN_LOGIN_MODULE} required {credentials};",
+        "config.providers": "env",
+        "config.providers.env.class": ENV_CONFIG_PROVIDER,
+    }
+
+
 def server_properties(
-    version: str, log_dir: Path, port: int, controller_port: int, settings: Mapping[str, object]
+    version: str,
+    log_dir: Path,
+    port: int,
+    controller_port: int,
+    settings: Mapping[str, object],
+    sasl_port: int | None = None,
+    sasl_users: Iterable[str] = (),
 ) -> str:
+    listeners = {"PLAINTEXT": port} | ({SASL_LISTENER: sasl_port} if sasl_port else {})
+    advertised = ",".join(f"{name}://127.0.0.1:{listener_port}" for name, listener_port in listeners.items())
     properties: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": 1,
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(f"{name}:{name}" for name in listeners) + ",CONTROLLER:PLAINTEXT",
         "log.dirs": log_dir,
         "num.partitions": 1,
         "auto.create.topics.enable": "false",
@@ -134,6 +182,8 @@ def server_properties(
         "group.consumer.min.heartbeat.interval.ms": 500,
         "group.consumer.heartbeat.interval.ms": CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
     }
+    if sasl_port:
+        properties |= _sasl_properties(sasl_port, sasl_users)
     properties |= dict(settings)
     return "".join(f"{key}={value}\n" for key, value in properties.items())
 
@@ -142,7 +192,8 @@ class Broker:
     """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2) with its data in `workdir`.
 
     `settings` override or add server.properties entries (e.g. `offsets.retention.minutes`, or
-    `group.coordinator.rebalance.protocols` to enable KIP-848 groups on 3.9).
+    `group.coordinator.rebalance.protocols` to enable KIP-848 groups on 3.9). `sasl_users` (user ->
+    password) adds a SASL_PLAINTEXT listener with the PLAIN mechanism for those users.
     """
 
     def __init__(
@@ -153,6 +204,7 @@ class Broker:
         *,
         offsets_retention_minutes: int = DEFAULT_OFFSETS_RETENTION_MINUTES,
         settings: Mapping[str, object] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
     ):
         classpath(version)  # fail early, with the bootstrap hint, if the jars are missing
         self.version = version
@@ -161,11 +213,19 @@ class Broker:
         self.port = port or free_port()
         self.controller_port = free_port()
         self.settings = {"offsets.retention.minutes": offsets_retention_minutes, **(settings or {})}
+        self._sasl_passwords = dict(sasl_users or {})
+        self.sasl_port = free_port() if self._sasl_passwords else None
         self.process: subprocess.Popen | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        if self.sasl_port is None:
+            raise BrokerError("this broker has no SASL listener: pass sasl_users")
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def log_dir(self) -> Path:
@@ -184,22 +244,44 @@ class Broker:
             raise BrokerError(f"{self.log_dir} is not empty; a lab broker always starts from fresh storage")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(
-            server_properties(self.version, self.log_dir, self.port, self.controller_port, self.settings)
+            server_properties(
+                self.version,
+                self.log_dir,
+                self.port,
+                self.controller_port,
+                self.settings,
+                self.sasl_port,
+                self._sasl_passwords,
+            )
         )
-        logging = []
         if self.version == "3.9":
             (self.workdir / "log4j.properties").write_text(RELOAD4J_CONSOLE)
-            logging = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"]
         # Passed as --cluster-id=ID: a random id may start with "-", which would read as an option.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        self.run_tool(
+        run_tool(
+            self.version,
             "kafka.tools.StorageTool",
             "format",
             "--standalone",
             f"--cluster-id={cluster_id}",
             "-c",
             str(self.config_file),
+            environment=self._environment(),
         )
+        return self._launch()
+
+    def restart(self) -> Broker:
+        """Stops the broker if it runs and starts it again on the same storage and ports (an outage)."""
+        self.stop()
+        return self._launch()
+
+    def _environment(self) -> dict[str, str]:
+        return os.environ | {sasl_password_variable(user): password for user, password in self._sasl_passwords.items()}
+
+    def _launch(self) -> Broker:
+        logging = []
+        if self.version == "3.9":
+            logging = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"]
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -214,6 +296,7 @@ class Broker:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self._environment(),
             )
         try:
             self._wait_until_ready()
