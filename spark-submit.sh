@@ -15,8 +15,14 @@ shift
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
 
 mkdir -p "$root/build"
-code_zip="$root/build/groupscope-code.zip"
-(cd "$root" && rm -f "$code_zip" && "$root/.venv/bin/python" -m zipfile -c "$code_zip" jobs transforms schemas >/dev/null)
+# The code zip is named by its content and renamed into place whole: runs started together (a shared
+# checkout, a test running two at once) never read, or ship to executors, a zip another run is rewriting.
+staged_zip="$(mktemp "$root/build/.groupscope-code.XXXXXX")"
+(cd "$root" && "$root/.venv/bin/python" -m zipfile -c "$staged_zip" jobs transforms schemas >/dev/null)
+code_zip="$root/build/groupscope-code-$(sha256sum "$staged_zip" | cut -c1-16).zip"
+mv -f "$staged_zip" "$code_zip"
+# Zips of older code are kept a week, so a run still going never loses the zip it imports from.
+find "$root/build" -maxdepth 1 -name 'groupscope-code-*.zip' ! -path "$code_zip" -mtime +7 -delete
 jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
 # The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
 export PATH="$root/.venv/bin:$PATH"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The Spark Thrift JDBC/ODBC server over groupscope's tables and views, in the foreground (SIGTERM or
+# Ctrl-C stops it):
+#   scripts/thriftserver.sh [--conf conf/<env>.toml] [--warehouse DIR] [--port N] [--bind HOST] [-- spark-submit options]
+# It opens the warehouse and metastore the jobs use, with their Spark settings (conf/defaults.toml, the
+# environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
+#   .venv/bin/beeline -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
+# The embedded metastore (Derby) lets one process at a time open the warehouse: start the server when no
+# job is running, and stop it before the next run.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+port=10000
+bind=127.0.0.1
+config_args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --conf | --warehouse) config_args+=("$1" "$2"); shift 2 ;;
+    --port) port="$2"; shift 2 ;;
+    --bind) bind="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "thriftserver.sh: unknown option '$1' (spark-submit options go after --)" >&2; exit 2 ;;
+  esac
+done
+
+GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
+# On the driver's own class path too: each JDBC session resolves Delta's catalog through a class loader
+# that does not see --jars.
+driver_class_path="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd:)"
+export PATH="$root/.venv/bin:$PATH"
+export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+[[ "$bind" == 127.* ]] && export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+
+# The jobs' own configuration decides the master, the warehouse, the metastore and the Spark settings
+# (NUL-separated arguments, through a file so that a failure stops the script).
+settings_file="$(mktemp)"
+trap 'rm -f "$settings_file"' EXIT
+(cd "$root" && "$root/.venv/bin/python" - "${config_args[@]}" >"$settings_file") <<'PYTHON'
+import sys
+
+from jobs.config import REPO_ROOT, config_from_args, parser
+from jobs.session import embedded_metastore_conf
+
+config = config_from_args(parser("thriftserver").parse_args(sys.argv[1:]))
+config.warehouse_dir.mkdir(parents=True, exist_ok=True)
+settings = {"spark.sql.warehouse.dir": str(config.warehouse_dir), **config.spark_conf}
+if config.metastore == "embedded":
+    settings.update(embedded_metastore_conf(config.warehouse_dir))
+else:
+    settings["spark.sql.catalogImplementation"] = "hive"
+log_config = f"-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}"
+settings["spark.driver.extraJavaOptions"] = f"{settings.get('spark.driver.extraJavaOptions', '')} {log_config}".strip()
+arguments = ["--master", config.master]
+for key, value in settings.items():
+    arguments += ["--conf", f"{key}={value}"]
+sys.stdout.write("".join(f"{argument}\0" for argument in arguments))
+PYTHON
+session_settings=()
+while IFS= read -r -d '' argument; do session_settings+=("$argument"); done <"$settings_file"
+rm -f "$settings_file"
+
+cd "$root"
+exec "$root/.venv/bin/spark-submit" \
+  --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
+  --name "groupscope Thrift JDBC server" \
+  --properties-file "$root/conf/spark-defaults.conf" \
+  --jars "$jars" \
+  --driver-class-path "$driver_class_path" \
+  "${session_settings[@]}" \
+  --hiveconf "hive.server2.thrift.port=$port" \
+  --hiveconf "hive.server2.thrift.bind.host=$bind" \
+  "$@"

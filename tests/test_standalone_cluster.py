@@ -1,0 +1,261 @@
+"""A real Spark standalone cluster on loopback runs the nightly job; its tables equal a local run's.
+
+The master and the worker are JVMs of their own, started from the pyspark installation (`spark-class`);
+the worker starts the executor JVM, whose Python workers run the job's code from the zip spark-submit.sh
+ships with --py-files, and read the Delta jars it ships with --jars. A job that works only when the
+driver and the executors share one process fails here. The reference is the same nightly run with the
+local master: every Delta table of the two warehouses must hold the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+import pytest
+from pyspark.sql import Row
+
+from tests.conftest import REPO_ROOT
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+LOOPBACK = "127.0.0.1"
+CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart"
+DATABASE = "groupscope_cluster"
+CLUSTER = "quickstart"
+NIGHTLY_APP_NAME = "groupscope-nightly"
+NIGHTLY_TIMEOUT_SECONDS = 1200  # a nightly run of this capture has taken 4 minutes on a busy two-core machine
+START_TIMEOUT_SECONDS = 180
+STOP_TIMEOUT_SECONDS = 30
+POLL_SECONDS = 0.5
+# A small capture on a small machine: few shuffle partitions. No web UI: runs side by side would
+# otherwise compete for port 4040 and up.
+TEST_ENVIRONMENT = """\
+[spark.conf]
+"spark.sql.shuffle.partitions" = "2"
+"spark.default.parallelism" = "2"
+"spark.ui.enabled" = "false"
+"""
+# What names the run rather than the data: each run stamps its id on the records it captures, and
+# job_runs holds one row per run.
+RUN_COLUMNS = ("capture_run_id",)
+RUN_TABLES = ("job_runs",)
+
+
+@dataclass
+class Process:
+    """A process this test started, in a process group of its own, writing its output to `log`."""
+
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+    @classmethod
+    def start(cls, name: str, command: list[str], log: Path, env: dict[str, str]) -> Process:
+        with open(log, "wb") as output:
+            popen = subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT, start_new_session=True
+            )
+        return cls(name, popen, log)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def wait(self, timeout_seconds: float) -> None:
+        try:
+            code = self.popen.wait(timeout_seconds)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(f"{self.name} still running after {timeout_seconds} s:\n{self.log_tail()}") from None
+        assert code == 0, f"{self.name} exited with {code}:\n{self.log_tail()}"
+
+    def stop(self) -> None:
+        """SIGTERM to its group (the JVM and the processes it started), SIGKILL if it is still there."""
+        if self.popen.poll() is not None:
+            return
+        os.killpg(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(STOP_TIMEOUT_SECONDS)
+
+
+@dataclass
+class NightlyRun:
+    process: Process
+    warehouse: Path
+
+    def wait(self) -> Path:
+        self.process.wait(NIGHTLY_TIMEOUT_SECONDS)
+        return self.warehouse
+
+
+def wait_until(condition: Callable[[], bool], what: str, process: Process) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not condition():
+        if process.popen.poll() is not None:
+            raise AssertionError(f"{process.name} exited before {what}:\n{process.log_tail()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no sign after {START_TIMEOUT_SECONDS} s that {what}:\n{process.log_tail()}")
+        time.sleep(POLL_SECONDS)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def spark_environment(workdir: Path) -> dict[str, str]:
+    environment = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_CONF_DIR": str(workdir),  # no stray spark-defaults.conf or spark-env.sh
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_LOCAL_DIRS": str(workdir / "local"),
+        "SPARK_DAEMON_MEMORY": "512m",
+        "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+    environment.pop("GROUPSCOPE_MASTER", None)
+    return environment
+
+
+def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
+    """`./spark-submit.sh [--master URL] nightly` on the capture into a warehouse of its own in `workdir`."""
+    environment_file = workdir / "test.toml"
+    environment_file.write_text(TEST_ENVIRONMENT)
+    warehouse = workdir / "warehouse"
+    command = [
+        str(REPO_ROOT / "spark-submit.sh"),
+        *(["--master", master] if master else []),
+        "nightly",
+        "--conf",
+        str(environment_file),
+        "--warehouse",
+        str(warehouse),
+        "--database",
+        DATABASE,
+        "--cluster",
+        CLUSTER,
+        "--segments",
+        str(CAPTURE / "segments"),
+    ]
+    name = f"nightly on {master or 'the local master'}"
+    return NightlyRun(Process.start(name, command, workdir / "nightly.log", spark_environment(workdir)), warehouse)
+
+
+_local_runs: dict[str, NightlyRun] = {}
+
+
+def local_nightly_run(tmp_path_factory) -> NightlyRun:
+    """The nightly run with the local master, started once per test session: this module compares with
+    it, and the Thrift server test serves its warehouse (a run costs minutes on a small machine)."""
+    if CLUSTER not in _local_runs:
+        _local_runs[CLUSTER] = start_nightly(tmp_path_factory.mktemp("local-nightly"), master=None)
+    return _local_runs[CLUSTER]
+
+
+@pytest.fixture(scope="session")
+def local_nightly(tmp_path_factory) -> Iterator[NightlyRun]:
+    run = local_nightly_run(tmp_path_factory)
+    yield run
+    run.process.stop()
+
+
+def master_state(ui_port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{ui_port}/json/", timeout=5) as response:
+            return json.load(response)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+
+
+def has_alive_worker(ui_port: int) -> bool:
+    state = master_state(ui_port)
+    return state is not None and any(worker["state"] == "ALIVE" for worker in state["workers"])
+
+
+@dataclass(frozen=True)
+class StandaloneCluster:
+    url: str
+    ui_port: int
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
+    workdir = tmp_path_factory.mktemp("standalone")
+    environment = spark_environment(workdir)
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port, ui_port = free_port(), free_port()
+    master_class = "org.apache.spark.deploy.master.Master"
+    master_command = [spark_class, master_class, "--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui_port)]
+    master = Process.start("master", master_command, workdir / "master.log", environment)
+    worker = None
+    try:
+        wait_until(lambda: master_state(ui_port) is not None, "the master answers on its web port", master)
+        url = f"spark://{LOOPBACK}:{port}"
+        worker_command = [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK, "--webui-port", "0"]
+        worker_command += ["--cores", "2", "--memory", "1536m", "--work-dir", str(workdir / "work"), url]
+        worker = Process.start("worker", worker_command, workdir / "worker.log", environment)
+        wait_until(lambda: has_alive_worker(ui_port), "a worker is ALIVE at the master", worker)
+        yield StandaloneCluster(url, ui_port)
+    finally:
+        if worker is not None:
+            worker.stop()
+        master.stop()
+
+
+def canonical(value):
+    """Rows as nested tuples; map entries sorted (their order is not data), array order kept (it is)."""
+    if isinstance(value, Row):
+        return tuple((name, canonical(item)) for name, item in value.asDict().items())
+    if isinstance(value, dict):
+        return tuple(sorted((repr(key), canonical(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return tuple(canonical(item) for item in value)
+    return value
+
+
+def table_rows(spark, path: Path) -> list[str]:
+    rows = spark.read.format("delta").load(str(path)).drop(*RUN_COLUMNS).collect()
+    return sorted(repr(canonical(row)) for row in rows)
+
+
+def delta_tables(warehouse: Path) -> dict[str, Path]:
+    database_dir = warehouse / f"{DATABASE}.db"
+    return {
+        path.name: path
+        for path in database_dir.iterdir()
+        if (path / "_delta_log").is_dir() and path.name not in RUN_TABLES
+    }
+
+
+def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(
+    spark, standalone_cluster, local_nightly, tmp_path
+):
+    on_cluster = start_nightly(tmp_path, master=standalone_cluster.url)
+    try:
+        cluster_warehouse = on_cluster.wait()
+    finally:
+        on_cluster.process.stop()
+    local_warehouse = local_nightly.wait()
+
+    applications = master_state(standalone_cluster.ui_port)["completedapps"]
+    assert [(app["name"], app["state"]) for app in applications] == [(NIGHTLY_APP_NAME, "FINISHED")]
+    local_tables, cluster_tables = delta_tables(local_warehouse), delta_tables(cluster_warehouse)
+    assert cluster_tables.keys() == local_tables.keys()
+    assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily"} <= local_tables.keys()
+    for name, path in sorted(local_tables.items()):
+        local_rows = table_rows(spark, path)
+        assert local_rows or name in {"quarantine", "lag", "lag_daily", "consumer_status", "group_status"}, name
+        assert table_rows(spark, cluster_tables[name]) == local_rows, name
