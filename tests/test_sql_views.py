@@ -1,0 +1,250 @@
+"""The SQL views of sql/, over tables the jobs built from a real capture, checked against Kafka and the lab.
+
+The quickstart capture (one real Kafka 4.2.1 broker running the cooperative-sticky, static, lifecycle,
+transactions and KIP-848 scenarios) goes through the jobs' own ingest, decode, history and metrics steps
+into a private database, with the capture's end-offset snapshot as the `end_offsets` table. Each view's
+answer is compared with what Kafka's `kafka-consumer-groups` printed at that moment (describe.txt,
+describe-state.txt) or with what the lab's members lived through (scenario.json), never with numbers
+taken from our own output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.decode import decode
+from jobs.history import END_OFFSETS, history
+from jobs.ingest import ingest
+from jobs.metrics import metrics
+from jobs.runs import JobRun
+from jobs.tables import ensure_table, replace_cluster_rows
+from jobs.views import SQL_DIR, VIEWS, create_views, database_identifier, view_statement
+from schemas.gold_tables import end_offsets_schema
+from tests.conftest import REPO_ROOT
+
+CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart"
+DATABASE = "groupscope_views"
+CLUSTER = "quickstart"
+NO_CONSUMER = "-"  # kafka-consumer-groups' CONSUMER-ID for a partition nobody is assigned
+# How the lab's notes (scenario.json 'expected') say why a group rebalanced, in the `cause` vocabulary;
+# the first phrase found wins ("its only member left: Empty" is the group emptying, not a departure).
+CAUSES_BY_NOTE = (
+    ("Empty", "group_emptied"),
+    ("session timeout", "member_left_after_timeout"),
+    ("left", "member_left_cleanly"),
+    ("joined", "member_joined"),
+    ("back", "member_joined"),
+    ("grew", "partitions_added"),
+)
+HOW_BY_CAUSE = {"member_left_after_timeout": "timeout", "member_left_cleanly": "clean"}
+# A KIP-848 member's leave heartbeat and its fencing at session timeout write the same tombstones; only its
+# silence before the rebalance tells them apart, and an idle member is silent either way
+# (transforms/departures.py). So for KIP-848 the timeline must name the member that left, not how.
+KIP848_DEPARTURE_CAUSES = {*HOW_BY_CAUSE, "member_left"}
+
+
+def end_offset_rows(snapshot: dict) -> list[tuple]:
+    observed_at = datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, UTC)
+    return [
+        (CLUSTER, topic, int(partition), offset, observed_at)
+        for topic, partitions in snapshot["offsets"].items()
+        for partition, offset in partitions.items()
+    ]
+
+
+@pytest.fixture(scope="module")
+def views(spark, spark_config):
+    config = replace(spark_config, database=DATABASE, cluster=CLUSTER, segment_paths=(str(CAPTURE / "segments"),))
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {database_identifier(DATABASE)}")
+    end_offsets = spark.createDataFrame(
+        end_offset_rows(json.loads((CAPTURE / "end_offsets.json").read_text())), end_offsets_schema
+    )
+    ensure_table(spark, config.table(END_OFFSETS), end_offsets_schema)
+    replace_cluster_rows(spark, config.table(END_OFFSETS), end_offsets, CLUSTER)
+    with JobRun(spark, config, "nightly") as run:
+        ingest(spark, config, run)
+        decode(spark, config, run)
+        history(spark, config, run)
+        metrics(spark, config, run)
+    assert run.exit_code == 0, "the jobs failed; see the job_runs row"
+    return config, create_views(spark, config)
+
+
+def view_rows(spark, config, view: str) -> list:
+    return spark.table(config.table(view)).where(F.col("cluster") == CLUSTER).collect()
+
+
+def kafka_describe_rows() -> list[dict]:
+    """`kafka-consumer-groups --describe --all-groups`: one dict per (group, topic, partition) line."""
+    columns = ("group", "topic", "partition", "current", "end", "lag", "consumer_id", "host", "client_id")
+    lines = (CAPTURE / "describe.txt").read_text().splitlines()
+    rows = [dict(zip(columns, line.split(), strict=True)) for line in lines if line and not line.startswith("GROUP ")]
+    return [{**row, "partition": int(row["partition"])} for row in rows]
+
+
+def kafka_group_states() -> dict[str, dict]:
+    """`kafka-consumer-groups --describe --state`: group -> state, assignment strategy, member count."""
+    states = {}
+    for line in (CAPTURE / "describe-state.txt").read_text().splitlines():
+        if line and not line.startswith("GROUP "):
+            fields = line.split()
+            states[fields[0]] = {"strategy": fields[-3], "state": fields[-2], "members": int(fields[-1])}
+    return states
+
+
+def scenario() -> dict:
+    return json.loads((CAPTURE / "scenario.json").read_text())
+
+
+def cause_of(note: str) -> str:
+    return next(cause for phrase, cause in CAUSES_BY_NOTE if phrase in note)
+
+
+def moves_the_members_saw() -> dict[str, int]:
+    """Per group, partitions whose owner changed between consecutive stable assignments the lab observed.
+
+    The assignments are keyed by client id; every owner in these scenarios has its own (a static member
+    that comes back under a new client id had lost its partitions in between, so no move is invented).
+    """
+    owners: dict[str, dict[str, str]] = {}
+    moves: dict[str, int] = defaultdict(int)
+    for event in scenario()["events"]:
+        if event["event"] != "group_stable":
+            continue
+        owner = {partition: member for member, partitions in event["assignment"].items() for partition in partitions}
+        before = owners.get(event["group"], {})
+        moves[event["group"]] += sum(before.get(partition, member) != member for partition, member in owner.items())
+        owners[event["group"]] = owner
+    return moves
+
+
+def test_every_view_in_sql_is_created_in_the_configured_database(spark, views):
+    config, created = views
+    assert sorted(created) == sorted(config.table(path.stem) for path in SQL_DIR.glob("*.sql"))
+    catalog_views = {table.name for table in spark.catalog.listTables(DATABASE) if table.tableType == "VIEW"}
+    assert catalog_views == set(VIEWS)
+
+
+def test_only_a_plain_identifier_is_substituted_for_the_database():
+    assert "`groupscope_prod`.rebalance_timeline" in view_statement("rebalance_timeline", "groupscope_prod")
+    for hostile in ("groupscope`; DROP TABLE x; --", "group scope", "1groupscope", "db.other", ""):
+        with pytest.raises(ValueError, match="not a plain identifier"):
+            view_statement("group_health", hostile)
+
+
+def kafka_by_partition(*fields: str, where=lambda row: True) -> dict[tuple, tuple]:
+    return {
+        (row["group"], row["topic"], row["partition"]): tuple(row[field] for field in fields)
+        for row in kafka_describe_rows()
+        if where(row)
+    }
+
+
+def view_by_partition(spark, config, view: str, *columns: str) -> dict[tuple, tuple]:
+    return {
+        (row.group_id, row.topic, row.partition): tuple(row[column] for column in columns)
+        for row in view_rows(spark, config, view)
+    }
+
+
+def test_current_lag_is_what_kafka_consumer_groups_reported(spark, views):
+    config, _ = views
+    kafka = {key: tuple(map(int, values)) for key, values in kafka_by_partition("current", "end", "lag").items()}
+    assert view_by_partition(spark, config, "current_lag", "committed_offset", "end_offset", "offset_lag") == kafka
+
+
+def test_current_assignment_names_the_consumers_kafka_described(spark, views):
+    config, _ = views
+    kafka = kafka_by_partition("consumer_id", "host", "client_id", where=lambda row: row["consumer_id"] != NO_CONSUMER)
+    assert view_by_partition(spark, config, "current_assignment", "member_id", "client_host", "client_id") == kafka
+
+
+def test_stuck_partitions_are_the_lagging_partitions_nobody_consumes(spark, views):
+    config, _ = views
+    kafka = kafka_by_partition("consumer_id", where=lambda row: int(row["lag"]) > 0)
+    stuck = view_by_partition(spark, config, "stuck_partitions", "reason")
+    assert kafka, "the capture has no lagging partition: this test would prove nothing"
+    assert stuck.keys() == kafka.keys()
+    for key, (consumer,) in kafka.items():
+        assert (stuck[key] == ("no_consumer",)) == (consumer == NO_CONSUMER), key
+
+
+def test_group_health_agrees_with_kafka_on_state_members_and_lag(spark, views):
+    config, _ = views
+    health = {row.group_id: row for row in view_rows(spark, config, "group_health")}
+    assert health.keys() == set(scenario()["groups"])
+    kafka_lag: dict[str, int] = defaultdict(int)
+    for row in kafka_describe_rows():
+        kafka_lag[row["group"]] += int(row["lag"])
+    for group, kafka in kafka_group_states().items():
+        ours = health[group]
+        assert (ours.group_state, ours.member_count) == (kafka["state"].lower(), kafka["members"]), group
+        assert ours.total_offset_lag == kafka_lag[group], group
+        assert (ours.status == "OK") == (kafka_lag[group] == 0), group
+        if ours.group_protocol == "classic" and kafka["members"] > 0:
+            assert ours.assignor == kafka["strategy"], group
+    deleted = {entry["group"] for entry in scenario()["expected"] if entry.get("deleted")}
+    assert deleted, "the capture deletes no group: this test would prove nothing"
+    for group in deleted:
+        assert (health[group].group_state, health[group].is_deleted) == ("deleted", True), group
+
+
+def test_rebalance_timeline_tells_when_and_why_as_the_scenario_happened(spark, views):
+    config, _ = views
+    timeline = defaultdict(list)
+    for row in sorted(view_rows(spark, config, "rebalance_timeline"), key=lambda row: row.completed_at):
+        timeline[row.group_id].append(row)
+    expected = defaultdict(list)
+    for entry in scenario()["expected"]:
+        generation = entry.get("generation", entry.get("epoch"))
+        if generation is not None and "replaced_instance" not in entry:  # a static replacement is no rebalance
+            expected[entry["group"]].append({**entry, "generation": generation})
+    for group, entries in expected.items():
+        rows = {row.generation: row for row in timeline[group]}
+        if entries[0]["generation"] == 1:  # followed from its first member: every rebalance is listed
+            assert [row.generation for row in timeline[group]] == [entry["generation"] for entry in entries], group
+        for entry in entries:
+            row, cause, member = rows[entry["generation"]], cause_of(entry["note"]), entry["note"].split()[0]
+            if "members" in entry:
+                assert row.member_count_after == entry["members"], (group, entry["note"])
+            if row.rebalance_protocol == "consumer" and cause in HOW_BY_CAUSE:
+                assert row.cause in KIP848_DEPARTURE_CAUSES, (group, entry["note"])
+                assert any(left.startswith(f"{member} (") for left in row.members_left), (group, entry["note"])
+                continue
+            assert row.cause == cause, (group, entry["note"])
+            if cause == "member_joined":
+                assert member in row.members_joined, (group, entry["note"])
+            if cause in HOW_BY_CAUSE:
+                assert f"{member} ({HOW_BY_CAUSE[cause]})" in row.members_left, (group, entry["note"])
+    intervals = [row.seconds_since_previous_rebalance for rows in timeline.values() for row in rows[1:]]
+    assert intervals and all(seconds >= 0 for seconds in intervals)
+
+
+def test_top_moving_groups_counts_the_moves_the_members_saw(spark, views):
+    config, _ = views
+    seen = moves_the_members_saw()
+    ranked = sorted(view_rows(spark, config, "top_moving_groups"), key=lambda row: row.moved_rank)
+    assert {row.group_id: row.moved_partition_count for row in ranked} == {
+        row.group_id: seen.get(row.group_id, 0) for row in ranked
+    }
+    movers = {group: moves for group, moves in seen.items() if moves > 0}
+    assert len(set(movers.values())) == len(movers) > 1, "the ranking must be decided by the moves alone"
+    assert [row.group_id for row in ranked[: len(movers)]] == sorted(movers, key=movers.get, reverse=True)
+    assert [row.moved_rank for row in ranked[: len(movers)]] == list(range(1, len(movers) + 1))
+
+
+def test_the_documented_queries_run(spark, views):
+    """Every SQL example in docs/sql.md runs as written against the views (database name aside)."""
+    text = (REPO_ROOT / "docs" / "sql.md").read_text()
+    examples = re.findall(r"```sql\n(.*?)```", text, flags=re.DOTALL)
+    assert examples
+    for example in examples:
+        for statement in filter(str.strip, example.split(";")):
+            spark.sql(statement.replace("groupscope.", f"{DATABASE}.")).collect()
