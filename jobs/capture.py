@@ -1,0 +1,426 @@
+"""Capture: a live cluster's `__consumer_offsets` -> bronze `raw_records` (new records only), with
+compaction loss counted.
+
+    spark-submit.sh capture [--conf conf/<env>.toml] [--cluster NAME]
+
+Spark's Kafka source reads the topic with `read_committed` under Structured Streaming with
+`Trigger.AvailableNow` and one checkpoint per cluster, so each run takes exactly what is new since the
+last successful run; each micro-batch is MERGEd on (cluster, record_id), so a replayed batch adds
+nothing twice. The cluster is described first, within `[capture] timeout_s`: a cluster that is down
+or refuses the credentials fails the run at once with a clear message, before the checkpoint is touched.
+
+`__consumer_offsets` is compacted: whatever the log cleaner removes before a capture reads it is gone.
+Each micro-batch accounts for every offset of the span it covers (see `missing_offset_ranges`); the
+offsets it did not get back are read again with read_uncommitted, one record batch at a time
+(`GapProbe`), which tells transaction markers and aborted transactional records (never returned to a
+read_committed reader, not loss) from records the cleaner removed (loss). See docs/capture.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs.config import Config, parse_config
+from jobs.ingest import RAW_RECORDS
+from jobs.kafka_security import (
+    CAPTURE_SECTION,
+    KafkaConnection,
+    KafkaSettingsError,
+    KafkaUnavailable,
+    admin_client,
+    call_kafka,
+    client_properties,
+    close_quietly,
+    describe_partitions,
+    java_properties,
+    kafka_connection,
+)
+from jobs.runs import JobRun
+from jobs.session import build_session
+from jobs.tables import ensure_table, merge_new_rows
+from schemas.tables import raw_records_schema
+from transforms.bronze import raw_records_from_landed
+
+SOURCE_KIND_KAFKA = "kafka"
+TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME = 0, 1  # the Kafka source's timestampType
+# Spark's admin-based offset reader drops internal topics (ConsumerStrategy.retrieveAllPartitions filters
+# isInternal); the consumer-based one reads assigned partitions of any topic, with the consumer's isolation
+# level (its end offset under read_committed is the last stable offset).
+CONSUMER_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+GAP_KINDS = ("compaction_gaps", "transaction_markers", "aborted_records", "gaps_unclassified")
+_SAFE_PATH_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class CaptureFailed(RuntimeError):
+    """The streaming query stopped with an error; the message carries no secret."""
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    topic: str
+    checkpoint_dir: str
+    max_offsets_per_trigger: int
+    gap_probe_max_batches: int
+
+
+def capture_settings(config: Config) -> CaptureSettings:
+    section = config.section(CAPTURE_SECTION)
+    checkpoint = str(section.get("checkpoint_dir", "")).strip()
+    if not checkpoint:
+        if not _SAFE_PATH_PART.fullmatch(config.cluster):
+            raise KafkaSettingsError(
+                f"cluster name {config.cluster!r} names the capture checkpoint directory: use letters, digits, "
+                "'.', '_' and '-' only, or set [capture] checkpoint_dir"
+            )
+        checkpoint = f"{config.warehouse_dir}/_checkpoints/{config.cluster}/capture"
+    return CaptureSettings(
+        topic=str(section.get("topic", "__consumer_offsets")),
+        checkpoint_dir=checkpoint,
+        max_offsets_per_trigger=int(section.get("max_offsets_per_trigger", 0)),
+        gap_probe_max_batches=int(section.get("gap_probe_max_batches", 10_000)),
+    )
+
+
+def kafka_source_options(connection: KafkaConnection, settings: CaptureSettings, partitions: int) -> dict[str, str]:
+    options = {f"kafka.{key}": value for key, value in client_properties(connection, "groupscope-capture").items()}
+    options |= {
+        "kafka.isolation.level": "read_committed",
+        # Assigned, not subscribed: subscribing would make the driver's consumer join a group on the
+        # cluster it watches, writing records of its own into __consumer_offsets.
+        "assign": json.dumps({settings.topic: list(range(partitions))}),
+        "startingOffsets": "earliest",
+        "failOnDataLoss": "true",
+        "groupIdPrefix": "groupscope-capture",
+        "includeHeaders": "false",
+        "kafkaConsumer.pollTimeoutMs": str(int(connection.timeout_s * 1000)),
+    }
+    if settings.max_offsets_per_trigger > 0:
+        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
+    return options
+
+
+def kafka_raw_rows(records: DataFrame, cluster: str, capture_run_id: str, source: str) -> DataFrame:
+    """Rows of Spark's Kafka source -> raw_records rows (source_kind 'kafka'). Under read_committed every
+    record is committed or not transactional, so txn_state stays null as for other landed records."""
+    timestamp_type = (
+        F.when(F.col("timestampType") == TIMESTAMP_TYPE_CREATE_TIME, F.lit("create_time"))
+        .when(F.col("timestampType") == TIMESTAMP_TYPE_LOG_APPEND_TIME, F.lit("log_append_time"))
+        .alias("timestampType")
+    )
+    landed = records.select("partition", "offset", "timestamp", timestamp_type, "key", "value")
+    rows = raw_records_from_landed(landed, cluster, capture_run_id, source, is_base64=False)
+    return rows.select(
+        *[F.lit(SOURCE_KIND_KAFKA).alias(name) if name == "source_kind" else F.col(name) for name in rows.columns]
+    )
+
+
+def partition_spans(batch_offsets: DataFrame, held_offsets: DataFrame) -> DataFrame:
+    """The offsets each partition of a micro-batch must account for: from just after the last record held
+    before the batch (0 when none) to the batch's last record, and how many of them are held.
+
+    batch_offsets, held_offsets: source_partition, source_offset (held = every record of the cluster,
+    the batch included). Spans of consecutive batches meet, so every offset is accounted for once, and
+    a replayed batch gives the same span again.
+    """
+    bounds = batch_offsets.groupBy("source_partition").agg(
+        F.min("source_offset").alias("batch_first_offset"), F.max("source_offset").alias("last_offset")
+    )
+    offset, batch_first = F.col("source_offset"), F.col("batch_first_offset")
+    return (
+        held_offsets.join(F.broadcast(bounds), on="source_partition", how="inner")
+        .where(offset <= F.col("last_offset"))
+        .groupBy("source_partition", "batch_first_offset", "last_offset")
+        .agg(
+            F.max(F.when(offset < batch_first, offset)).alias("last_held_offset"),
+            F.countDistinct(F.when(offset >= batch_first, offset)).alias("held_count"),
+        )
+        .select(
+            "source_partition",
+            F.coalesce(F.col("last_held_offset") + 1, F.lit(0).cast("long")).alias("first_offset"),
+            "last_offset",
+            "held_count",
+        )
+    )
+
+
+def missing_offset_ranges(spans: DataFrame, held_offsets: DataFrame) -> DataFrame:
+    """Runs of offsets inside each span (source_partition, first_offset, last_offset) that no held record
+    has: source_partition, start_offset, end_offset (exclusive)."""
+    in_span = (
+        held_offsets.join(spans, on="source_partition", how="inner")
+        .where(F.col("source_offset").between(F.col("first_offset"), F.col("last_offset")))
+        .select("source_partition", "source_offset")
+        .distinct()
+    )
+    span_starts = spans.select("source_partition", (F.col("first_offset") - 1).alias("source_offset"))
+    in_order = Window.partitionBy("source_partition").orderBy("source_offset")
+    return (
+        in_span.unionByName(span_starts)
+        .withColumn("previous_offset", F.lag("source_offset").over(in_order))
+        .where(F.col("source_offset") - F.col("previous_offset") > 1)
+        .select(
+            "source_partition",
+            (F.col("previous_offset") + 1).alias("start_offset"),
+            F.col("source_offset").alias("end_offset"),
+        )
+    )
+
+
+class GapProbe:
+    """Reads offsets a read_committed capture did not get back with read_uncommitted, one record batch per
+    fetch (fetch sizes of one byte: a broker always returns the first batch whole, and only it).
+
+    Per batch, after a seek: records returned inside the gap were hidden by read_committed (aborted
+    transactional records); a batch that returns nothing yet moves the position is a control batch (a
+    transaction marker, one offset); offsets the fetches step over without any batch were removed by the
+    log cleaner. A cleaner-kept empty batch also reads as a marker, and an aborted transaction the cleaner
+    already removed reads as removed (see docs/capture.md).
+    """
+
+    def __init__(self, spark: SparkSession, connection: KafkaConnection, topic: str, max_batches: int):
+        self.spark, self.connection, self.topic = spark, connection, topic
+        self.batches_left = max_batches
+        self._consumer = None
+
+    def _consumer_for(self, partition: int):
+        jvm = self.spark._jvm
+        if self._consumer is None:
+            deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+            settings = client_properties(self.connection, "groupscope-gap-probe") | {
+                "isolation.level": "read_uncommitted",
+                "max.partition.fetch.bytes": "1",
+                "fetch.max.bytes": "1",
+                "enable.auto.commit": "false",
+                "auto.offset.reset": "none",
+                "key.deserializer": deserializer,
+                "value.deserializer": deserializer,
+            }
+            properties = java_properties(self.spark, settings)
+            self._consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(properties)
+        partition_ref = jvm.org.apache.kafka.common.TopicPartition(self.topic, partition)
+        self._consumer.assign(jvm.java.util.Collections.singletonList(partition_ref))
+        return self._consumer, partition_ref
+
+    def _next_batch(self, consumer, partition_ref, position: int) -> tuple[list[int], int]:
+        """Offsets of the records of the next batch at or after `position`, and the position after it."""
+        poll_for = self.spark._jvm.java.time.Duration.ofMillis(500)
+        deadline = time.monotonic() + self.connection.timeout_s
+        while True:
+            action = f"reading back offsets from {position} of {self.topic}-{partition_ref.partition()}"
+            records = call_kafka(self.connection, action, lambda: consumer.poll(poll_for))
+            offsets = [record.offset() for record in records.records(partition_ref)]
+            next_position = consumer.position(partition_ref)
+            if offsets or next_position != position:
+                return offsets, next_position
+            if time.monotonic() > deadline:
+                raise KafkaUnavailable(
+                    self.connection.redact(f"{self.connection.describe()}: {action}: no answer within the timeout")
+                )
+
+    def classify(self, partition: int, start: int, end: int) -> Counter:
+        """Counts of GAP_KINDS for the offsets [start, end) of one partition."""
+        kinds: Counter = Counter()
+        consumer, partition_ref = self._consumer_for(partition)
+        consumer.seek(partition_ref, start)
+        position = start
+        while position < end:
+            if self.batches_left <= 0:
+                kinds["gaps_unclassified"] += end - position
+                break
+            returned, next_position = self._next_batch(consumer, partition_ref, position)
+            self.batches_left -= 1
+            stop = min(next_position, end)
+            if returned:
+                hidden = sum(1 for offset in returned if position <= offset < stop)
+                kinds["aborted_records"] += hidden
+                kinds["compaction_gaps"] += stop - position - hidden
+            else:
+                is_marker = next_position - 1 < end
+                kinds["transaction_markers"] += int(is_marker)
+                kinds["compaction_gaps"] += stop - position - int(is_marker)
+            position = next_position
+        return kinds
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            close_quietly(self.spark, self._consumer)
+
+
+@dataclass
+class GapAccount:
+    """What one run found in the offsets it did not capture."""
+
+    kinds: Counter
+    gaps_before_first_capture: int = 0
+    compacted_partitions: frozenset[int] = frozenset()
+
+
+def account_for_gaps(
+    spark: SparkSession,
+    table: str,
+    cluster: str,
+    batch_rows: DataFrame,
+    probe: GapProbe,
+    account: GapAccount,
+    is_first_capture: bool,
+) -> None:
+    """Adds one micro-batch's missing offsets to `account`. Spans are counted first (one small aggregate);
+    missing offsets are read back only after the cluster's first capture: before it, they are history
+    the cleaner (or a transaction) took before groupscope started, and can be many."""
+    held = (
+        spark.table(table)
+        .where((F.col("cluster") == F.lit(cluster)) & F.col("source_offset").isNotNull())
+        .select("source_partition", "source_offset")
+    )
+    spans = partition_spans(batch_rows.select("source_partition", "source_offset"), held).collect()
+    incomplete = [span for span in spans if span["last_offset"] - span["first_offset"] + 1 > span["held_count"]]
+    if is_first_capture:
+        account.gaps_before_first_capture += sum(
+            span["last_offset"] - span["first_offset"] + 1 - span["held_count"] for span in incomplete
+        )
+        return
+    if not incomplete:
+        return
+    to_probe = [(span["source_partition"], span["first_offset"], span["last_offset"]) for span in incomplete]
+    probe_spans = spark.createDataFrame(to_probe, "source_partition int, first_offset long, last_offset long")
+    gaps = missing_offset_ranges(probe_spans, held).orderBy("source_partition", "start_offset")
+    compacted = set(account.compacted_partitions)
+    for gap in gaps.toLocalIterator():
+        kinds = probe.classify(gap["source_partition"], gap["start_offset"], gap["end_offset"])
+        if kinds["compaction_gaps"]:
+            compacted.add(gap["source_partition"])
+        account.kinds.update(kinds)
+    account.compacted_partitions = frozenset(compacted)
+
+
+def _start_stream(spark: SparkSession, options: dict[str, str], checkpoint: str, on_batch):
+    previous = spark.conf.get(CONSUMER_OFFSET_FETCHING, None)
+    spark.conf.set(CONSUMER_OFFSET_FETCHING, "true")
+    try:  # the query copies the session's settings when it starts
+        records = spark.readStream.format("kafka").options(**options).load()
+        return (
+            records.writeStream.trigger(availableNow=True)
+            .option("checkpointLocation", checkpoint)
+            .foreachBatch(on_batch)
+            .start()
+        )
+    finally:
+        if previous is None:
+            spark.conf.unset(CONSUMER_OFFSET_FETCHING)
+        else:
+            spark.conf.set(CONSUMER_OFFSET_FETCHING, previous)
+
+
+def _stream_error(connection: KafkaConnection, error: StreamingQueryException) -> CaptureFailed:
+    detail = getattr(error, "desc", None) or str(error)
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    reason = next((line for line in lines if "KafkaUnavailable:" in line), lines[0] if lines else "unknown error")
+    return CaptureFailed(
+        connection.redact(f"{connection.describe()}: capture stopped, checkpoint kept at the last batch: {reason}")
+    )
+
+
+def capture(spark: SparkSession, config: Config, run: JobRun) -> int:
+    """Appends the records of [capture]'s cluster that raw_records does not hold yet; returns how many.
+
+    run.counts gets `captured` and the offsets the capture did not get back: `compaction_gaps` (removed by
+    the log cleaner since the previous capture: loss), `transaction_markers` and `aborted_records` (never
+    returned under read_committed: not loss), `gaps_before_first_capture` (the cluster's first capture,
+    not classified) and `gaps_unclassified` (past [capture] gap_probe_max_batches).
+    """
+    settings = capture_settings(config)
+    connection = kafka_connection(config)
+    source = f"kafka://{connection.bootstrap_servers}/{settings.topic}"
+    run.inputs = [*run.inputs, source]
+    run.progress("capture", f"{connection.describe()}, topic {settings.topic}")
+    with admin_client(spark, connection, "groupscope-capture-check") as admin:
+        partitions = describe_partitions(spark, connection, admin, [settings.topic])[settings.topic]
+    table = config.table(RAW_RECORDS)
+    ensure_table(spark, table, raw_records_schema, partition_by=("cluster",))
+    probe = GapProbe(spark, connection, settings.topic, settings.gap_probe_max_batches)
+    account = GapAccount(kinds=Counter())
+    is_first_capture = spark.table(table).where(F.col("cluster") == F.lit(config.cluster)).limit(1).count() == 0
+
+    def write_batch(records: DataFrame, batch_id: int) -> None:
+        rows = kafka_raw_rows(records, config.cluster, run.run_id, source).localCheckpoint(eager=True)
+        merge_new_rows(spark, table, rows, ["cluster", "record_id"])
+        account_for_gaps(spark, table, config.cluster, rows, probe, account, is_first_capture)
+        run.progress("capture", f"micro-batch {batch_id} written")
+
+    options = kafka_source_options(connection, settings, partitions)
+    query = _start_stream(spark, options, settings.checkpoint_dir, write_batch)
+    try:
+        query.awaitTermination()
+    except StreamingQueryException as error:
+        raise _stream_error(connection, error) from None
+    finally:
+        if query.isActive:
+            query.stop()
+        probe.close()
+    captured = (
+        spark.table(table).where((F.col("cluster") == F.lit(config.cluster)) & (F.col("capture_run_id") == run.run_id))
+    ).count()
+    run.counts["captured"] = captured
+    run.counts["gaps_before_first_capture"] = account.gaps_before_first_capture
+    run.counts.update({kind: account.kinds[kind] for kind in GAP_KINDS})
+    report(run, settings.topic, captured, account)
+    return captured
+
+
+def report(run: JobRun, topic: str, captured: int, account: GapAccount) -> None:
+    """The run's findings on the console, with the advice that fixes compaction loss."""
+    kinds = account.kinds
+    run.progress("captured", f"{captured:,} new records of {topic}")
+    if kinds["compaction_gaps"]:
+        partitions = ", ".join(str(partition) for partition in sorted(account.compacted_partitions))
+        run.progress(
+            "COMPACTION LOSS",
+            f"{kinds['compaction_gaps']:,} offsets of {topic} (partitions {partitions}) were removed by the log "
+            "cleaner before this capture read them: that history is gone. To keep it, set min.compaction.lag.ms "
+            f"on {topic} above the time between two captures (kafka-configs.sh --alter --entity-type topics "
+            f"--entity-name {topic} --add-config min.compaction.lag.ms=<ms>), or capture more often",
+        )
+    if kinds["transaction_markers"] or kinds["aborted_records"]:
+        run.progress(
+            "not loss",
+            f"{kinds['transaction_markers']:,} transaction markers and {kinds['aborted_records']:,} aborted "
+            "transactional records (a read_committed reader never gets them; identified by reading the gaps "
+            "back with read_uncommitted)",
+        )
+    if account.gaps_before_first_capture:
+        run.progress(
+            "before first capture",
+            f"{account.gaps_before_first_capture:,} offsets were already gone (or were transaction markers or "
+            "aborted records) when groupscope first read this cluster; not classified",
+        )
+    if kinds["gaps_unclassified"]:
+        run.progress(
+            "unclassified",
+            f"{kinds['gaps_unclassified']:,} missing offsets past [capture] gap_probe_max_batches were not classified",
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-capture")
+    try:
+        with JobRun(spark, config, "capture") as run:
+            capture(spark, config, run)
+            run.count_rows(spark, config.table(RAW_RECORDS), "raw_records")
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
