@@ -84,7 +84,12 @@ def write_end_offsets(spark: SparkSession, config: Config, run: JobRun, rows: Da
     so a frequent snapshot does not scan the table's history."""
     table = config.table(END_OFFSETS)
     ensure_table(spark, table, end_offsets_schema, partition_by=("cluster",))
-    stamped = rows.select(F.lit(config.cluster).alias("cluster"), *snapshot_schema.fieldNames()).localCheckpoint()
+    # One file given twice in a call holds each row twice: the merge would insert both.
+    stamped = (
+        rows.select(F.lit(config.cluster).alias("cluster"), *snapshot_schema.fieldNames())
+        .dropDuplicates(list(KEY_COLUMNS))
+        .localCheckpoint()
+    )
     window = stamped.agg(F.min("observed_at"), F.max("observed_at"), F.count(F.lit(1))).first()
     if not window[2]:
         run.counts["end_offsets_added"] = 0

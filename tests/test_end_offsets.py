@@ -60,7 +60,8 @@ def load(spark, config, paths) -> int:
 def test_capture_files_load_once_however_often_they_are_given(spark, config):
     files = [CAPTURES / "range" / "end_offsets.json", CAPTURES / "transactions" / "end_offsets.json"]
     expected = file_rows(files)
-    assert load(spark, config, files) == len(expected) > 0
+    # One snapshot given twice in the same call (as a file and through its capture directory) counts once.
+    assert load(spark, config, [*files, CAPTURES / "range"]) == len(expected) > 0
     assert sorted(table_rows(spark, config)) == sorted(expected)
     # The same snapshots again, one of them found through its capture directory: nothing new.
     assert load(spark, config, [files[0], CAPTURES / "transactions"]) == 0
