@@ -38,7 +38,7 @@ from bench.simulate import Coordinator
 from transforms.codec import uuid_to_kafka_string
 
 MANIFEST = "manifest.json"
-PILOT_WINDOW_MS = 20_000
+PILOT_WINDOW_MS = 120_000
 TOPIC = "__consumer_offsets"
 
 
@@ -94,8 +94,10 @@ def window_for(seed: int, shape: EstateShape, records: int) -> int:
     appends = [append for partition, plans in by_partition.items()
                for append in Coordinator(pilot, partition, seed).run(plans)]  # fmt: skip
     before = sum(len(append.records) for append in appends if append.at_ms < WINDOW_START_MS)
-    during = sum(len(append.records) for append in appends if append.at_ms >= WINDOW_START_MS)
-    kept_per_ms = during / PILOT_WINDOW_MS * (1 - shape.cleaned_fraction)
+    # The rate once every group has reached its commit cadence (the slowest commit once a minute).
+    steady_from = WINDOW_START_MS + PILOT_WINDOW_MS // 2
+    steady = sum(len(append.records) for append in appends if append.at_ms >= steady_from)
+    kept_per_ms = steady / (PILOT_WINDOW_MS // 2) * (1 - shape.cleaned_fraction)
     return max(PILOT_WINDOW_MS, int(max(records - before, records // 10) / kept_per_ms))
 
 

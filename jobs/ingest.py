@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -17,6 +18,7 @@ from jobs.session import build_session
 from jobs.tables import ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
 from transforms.bronze import raw_records_from_landed, read_segment_files
+from transforms.record_batches import partition_from_path
 
 RAW_RECORDS = "raw_records"
 
@@ -51,6 +53,18 @@ def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame |
     return combined
 
 
+def inputs_may_repeat_records(config: Config) -> bool:
+    """Whether this run's inputs can hold one record twice: a backup beside the live log (two directories
+    of one `__consumer_offsets` partition), a landed raw table (at-least-once landing), or paths we cannot
+    list. Within one partition directory a record is read once, so segments alone usually cannot."""
+    if config.raw_table_paths or any("://" in path for path in config.segment_paths):
+        return True
+    directories = {str(Path(file).resolve().parent) for file in _segment_file_paths(config.segment_paths)}
+    partitions = [partition_from_path(directory) for directory in directories]
+    known = [partition for partition in partitions if partition is not None]
+    return len(known) != len(set(known))
+
+
 def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
     """Returns the number of raw records now held for the cluster."""
     table = config.table(RAW_RECORDS)
@@ -58,8 +72,11 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
     rows = read_inputs(spark, config, run.run_id)
     run.inputs = [*config.segment_paths, *config.raw_table_paths]
     if rows is not None:
-        # Two copies of one record (a backup and the live log) are one record.
-        merge_new_rows(spark, table, rows.dropDuplicates(["cluster", "record_id"]), ["cluster", "record_id"])
+        # Two copies of one record (a backup and the live log) are one record. Finding them shuffles and
+        # sorts every row, so it is done only where copies can exist.
+        if inputs_may_repeat_records(config):
+            rows = rows.dropDuplicates(["cluster", "record_id"])
+        merge_new_rows(spark, table, rows, ["cluster", "record_id"])
     return run.count_rows(spark, table, "raw_records")
 
 

@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.decode import decode
-from jobs.ingest import ingest
+from jobs.ingest import ingest, inputs_may_repeat_records
 from jobs.runs import JobRun
 from tests.conftest import PUBLIC_FIXTURES
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
@@ -191,3 +191,29 @@ def test_landed_tables_in_the_kafka_source_shape_are_ingested(spark, spark_confi
     assert (counts["raw_records"], counts["offset_commits"], counts["quarantine"]) == (5, 5, 0)
     offsets = sorted(row.committed_offset for row in cluster_rows(spark, config, "offset_commits").collect())
     assert offsets == sorted([97507, 97554, 106, 99158, 15134])
+
+
+def test_a_backup_beside_the_live_log_adds_no_record_twice(spark, spark_config, tmp_path):
+    live = DANIEL / "__consumer_offsets-0"
+    backup = tmp_path / "backup" / "__consumer_offsets-0"
+    shutil.copytree(live, backup)
+    config = replace(spark_config, cluster="backup", segment_paths=(str(live), str(backup.parent)))
+    assert inputs_may_repeat_records(config)
+
+    counts = run_nightly_steps(spark, config)
+
+    assert counts["raw_records"] == len(parse_dump(run_dump_log_segments(sorted(live.glob("*.log")))))
+    ids = cluster_rows(spark, config, "raw_records").select("record_id")
+    assert ids.distinct().count() == counts["raw_records"]
+
+
+def test_only_inputs_that_can_hold_copies_are_searched_for_them(spark_config, tmp_path):
+    for partition in (0, 1):
+        (tmp_path / "logs" / f"__consumer_offsets-{partition}").mkdir(parents=True)
+        (tmp_path / "logs" / f"__consumer_offsets-{partition}" / f"{0:020d}.log").write_bytes(b"")
+    one_log = replace(spark_config, segment_paths=(str(tmp_path / "logs"),), raw_table_paths=())
+    assert not inputs_may_repeat_records(one_log)
+    shutil.copytree(tmp_path / "logs" / "__consumer_offsets-1", tmp_path / "copy" / "__consumer_offsets-1")
+    assert inputs_may_repeat_records(replace(one_log, segment_paths=(str(tmp_path / "logs"), str(tmp_path / "copy"))))
+    assert inputs_may_repeat_records(replace(one_log, raw_table_paths=(str(tmp_path / "landed"),)))
+    assert inputs_may_repeat_records(replace(one_log, segment_paths=("s3a://bucket/logs",)))
