@@ -31,7 +31,7 @@ from transforms.decode_rows import (
     DESTINATION_QUARANTINE,
     decode_raw_row,
 )
-from transforms.offset_commit_batches import decode_offset_commits
+from transforms.offset_commit_columns import IS_COMMON_OFFSET_COMMIT, offset_commit_columns, with_offset_commit_layout
 
 _RAW_INPUT_COLUMNS = (
     "cluster",
@@ -47,9 +47,9 @@ _RAW_INPUT_COLUMNS = (
     "source_file",
     "capture_run_id",
 )
-# Which records a decoding pass returns: all of them, those the vectorised offset-commit path takes,
-# or the others (the reference decoder's). The decode job runs the last two as separate passes.
-ALL_RECORDS, VECTORISED_RECORDS, OTHER_RECORDS = "all", "vectorised", "other"
+# Which records a decoding pass returns: all of them, the offset commits that Spark's expressions
+# decode (nearly all), or the others (the reference decoder's). The decode job runs the last two apart.
+ALL_RECORDS, COMMON_OFFSET_COMMITS, OTHER_RECORDS = "all", "common offset commits", "other"
 
 
 def _f(name, data_type):
@@ -69,6 +69,12 @@ _MEMBER = StructType(
     ]
 )
 _TIMESTAMP_COLUMNS = {"committed_at", "expires_at", "state_changed_at", "assignment_at"}
+# Raw columns a decoded offset commit keeps as they are (the reference decoder does the same).
+_PASSED_THROUGH = {
+    "cluster": "cluster", "record_id": "record_id", "source_partition": "source_partition",
+    "source_offset": "source_offset", "record_at": "record_at_ms", "txn_state": "txn_state",
+    "producer_id": "producer_id",
+}  # fmt: skip
 
 
 def _decoded_columns() -> list[StructField]:
@@ -108,31 +114,43 @@ def _decoded_columns() -> list[StructField]:
 decoded_schema = StructType(_decoded_columns())
 
 
-def _decode_batches(batches: Iterator[pa.RecordBatch], records: str) -> Iterator[pa.RecordBatch]:
-    """Offset commits in common layouts take the vectorised path; every other record the reference decoder."""
+def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     arrow_schema = to_arrow_schema(decoded_schema)
     for batch in batches:
-        commits, taken = decode_offset_commits(batch, arrow_schema)
-        if commits.num_rows and records != OTHER_RECORDS:
-            yield commits
-        if records == VECTORISED_RECORDS:
-            continue
-        rest = batch.filter(pa.array(~taken)) if commits.num_rows else batch
-        if rest.num_rows:
-            rows = []
-            for raw in rest.to_pylist():
-                raw["record_at"] = raw.pop("record_at_ms")
-                rows.append(decode_raw_row(raw))
-            yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+        rows = []
+        for raw in batch.to_pylist():
+            raw["record_at"] = raw.pop("record_at_ms")
+            rows.append(decode_raw_row(raw))
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+
+def _common_column(name: str, commits: dict[str, Column]) -> Column:
+    if name in commits:
+        return commits[name]
+    return F.col(_PASSED_THROUGH[name]) if name in _PASSED_THROUGH else F.lit(None)
 
 
 def decode_raw_records(raw_records: DataFrame, records: str = ALL_RECORDS) -> DataFrame:
-    """raw_records -> one decoded row per raw row (see `decoded_schema`), of `records` (ALL_RECORDS, ...)."""
+    """raw_records -> one decoded row per raw row (see `decoded_schema`), of `records` (ALL_RECORDS, ...).
+
+    Common offset commits are decoded by Spark expressions (transforms.offset_commit_columns), every
+    other record by the reference decoder over Arrow batches.
+    """
     raw_input = raw_records.select(
         *[F.col(name) for name in _RAW_INPUT_COLUMNS if name != "record_at_ms"],
         F.unix_millis("record_at").alias("record_at_ms"),
     )
-    return raw_input.mapInArrow(lambda batches: _decode_batches(batches, records), decoded_schema)
+    laid_out = with_offset_commit_layout(raw_input)
+    commits = offset_commit_columns()
+    common = laid_out.where(F.col(IS_COMMON_OFFSET_COMMIT)).select(
+        *[_common_column(field.name, commits).cast(field.dataType).alias(field.name) for field in decoded_schema.fields]
+    )
+    others = (
+        laid_out.where(~F.col(IS_COMMON_OFFSET_COMMIT))
+        .select(*raw_input.columns)
+        .mapInArrow(_decode_batches, decoded_schema)
+    )
+    return {ALL_RECORDS: common.unionByName(others), COMMON_OFFSET_COMMITS: common, OTHER_RECORDS: others}[records]
 
 
 def _ms_to_timestamp(name: str) -> Column:

@@ -1,53 +1,44 @@
-"""The vectorised offset-commit decoder gives exactly the rows of the reference decoder.
+"""Spark's expressions decode offset commits exactly as the reference decoder does.
 
 The reference is the declarative decoder (schemas/ layouts read by transforms.codec, rows by
-transforms.decode_rows). Both run over every real record the project holds (lab captures from
-Kafka 4.2.1 and 3.9.2, public fixtures, a generator sample) and over damaged offset commits; the
-decoded rows must be equal, column for column. No Spark: the Arrow batches are built here.
+transforms.decode_rows). The silver decoder (common offset commits by Spark expressions, the rest
+by the reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and
+3.9.2, public fixtures, a generator sample) and over hand-made and damaged offset commits; each
+decoded row must equal the reference decoder's, column for column.
 """
 
 from __future__ import annotations
 
 import struct
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from bench.encoding import i16, i32, i64, string, tags, uvarint
 from bench.generate import main as generate
 from jobs.segment_files import read_paths
+from schemas.tables import raw_records_schema
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
 from transforms import silver
 from transforms.decode_rows import decode_raw_row
-from transforms.offset_commit_batches import decode_offset_commits
+from transforms.offset_commit_columns import IS_COMMON_OFFSET_COMMIT, with_offset_commit_layout
 
-INPUT_SCHEMA = pa.schema(
-    [
-        ("cluster", pa.string()),
-        ("record_id", pa.string()),
-        ("source_partition", pa.int32()),
-        ("source_offset", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("txn_state", pa.string()),
-        ("producer_id", pa.int64()),
-        ("read_error", pa.string()),
-        ("source_file", pa.string()),
-        ("capture_run_id", pa.string()),
-        ("record_at_ms", pa.int64()),
-    ]
-)
-DECODED_SCHEMA = silver.to_arrow_schema(silver.decoded_schema)
+DECODED_ARROW = silver.to_arrow_schema(silver.decoded_schema)
 KEY = i16(1) + string("orders-app") + string("orders") + i32(7)
+AT_MS = 1_793_577_600_000
 
 
-def raw_input(index: int, key: bytes | None, value: bytes | None, **extra) -> dict:
+def raw_row(index: int, key: bytes | None, value: bytes | None, **extra) -> dict:
+    """A bronze row (the columns the decoder reads), record_at in epoch ms."""
     return {
         "cluster": "c",
         "record_id": f"c/3/{index}",
         "source_partition": 3,
         "source_offset": index,
+        "record_at_ms": AT_MS + index,
         "key": key,
         "value": value,
         "txn_state": extra.get("txn_state"),
@@ -55,69 +46,84 @@ def raw_input(index: int, key: bytes | None, value: bytes | None, **extra) -> di
         "read_error": extra.get("read_error"),
         "source_file": "/logs/__consumer_offsets-3/00000000000000000000.log",
         "capture_run_id": "run-1",
-        "record_at_ms": 1_793_577_600_000 + index,
     }
 
 
-def reference_rows(inputs: list[dict]) -> dict[str, dict]:
-    rows = []
-    for raw in inputs:
-        raw = dict(raw)
-        raw["record_at"] = raw.pop("record_at_ms")
-        rows.append(decode_raw_row(raw))
-    normalised = pa.RecordBatch.from_pylist(rows, schema=DECODED_SCHEMA).to_pylist()
+def bronze(spark, rows: list[dict]):
+    def as_bronze(row: dict) -> dict:
+        at = datetime.fromtimestamp(row["record_at_ms"] / 1000, UTC)
+        return {**{field.name: None for field in raw_records_schema.fields}, **row, "record_at": at,
+                "source_kind": "segment"}  # fmt: skip
+
+    return spark.createDataFrame(
+        [tuple(as_bronze(row)[field.name] for field in raw_records_schema.fields) for row in rows], raw_records_schema
+    )
+
+
+def reference_rows(rows: list[dict]) -> dict[str, dict]:
+    decoded = []
+    for row in rows:
+        raw = {**row, "record_at": row["record_at_ms"]}
+        del raw["record_at_ms"]
+        decoded.append(decode_raw_row(raw))
+    normalised = pa.RecordBatch.from_pylist(decoded, schema=DECODED_ARROW).to_pylist()
     return {row["record_id"]: row for row in normalised}
 
 
-def decoder_rows(inputs: list[dict], batch_size: int = 1_000) -> dict[str, dict]:
-    batches = [
-        pa.RecordBatch.from_pylist(inputs[start : start + batch_size], schema=INPUT_SCHEMA)
-        for start in range(0, len(inputs), batch_size)
-    ]
-    rows = [row for batch in silver._decode_batches(iter(batches), silver.ALL_RECORDS) for row in batch.to_pylist()]
-    assert len(rows) == len(inputs)
-    return {row["record_id"]: row for row in rows}
+def _plain(value: object) -> object:
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
-def assert_same_rows(inputs: list[dict]) -> None:
-    expected, actual = reference_rows(inputs), decoder_rows(inputs)
+def silver_rows(spark, rows: list[dict]) -> dict[str, dict]:
+    decoded = silver.decode_raw_records(bronze(spark, rows)).collect()
+    assert len(decoded) == len(rows)
+    return {row.record_id: _plain(row.asDict(recursive=True)) for row in decoded}
+
+
+def assert_same_rows(spark, rows: list[dict]) -> None:
+    expected, actual = reference_rows(rows), silver_rows(spark, rows)
     assert actual.keys() == expected.keys()
     differ = [(key, actual[key], expected[key]) for key in expected if actual[key] != expected[key]]
     assert not differ, f"{len(differ)} of {len(expected)} rows differ; first: {differ[0]}"
 
 
-def taken_by_fast_path(inputs: list[dict]) -> int:
-    batch = pa.RecordBatch.from_pylist(inputs, schema=INPUT_SCHEMA)
-    return decode_offset_commits(batch, DECODED_SCHEMA)[0].num_rows
+def taken_by_expressions(spark, rows: list[dict]) -> int:
+    return with_offset_commit_layout(bronze(spark, rows)).where(F.col(IS_COMMON_OFFSET_COMMIT)).count()
 
 
-def inputs_from(paths: list) -> list[dict]:
-    inputs = []
+def rows_from(paths: list) -> list[dict]:
+    rows = []
     for index, record in enumerate(read_paths([str(path) for path in paths])):
         # As bronze holds them: bytes that never framed as a record are in `value`, with the read error.
         extra = {"txn_state": record.txn_state, "producer_id": record.producer_id, "read_error": record.error}
-        inputs.append(raw_input(index, record.key, record.raw if record.error else record.value, **extra))
-    return inputs
+        rows.append(raw_row(index, record.key, record.raw if record.error else record.value, **extra))
+    return rows
 
 
 @pytest.fixture(scope="module")
-def real_inputs(tmp_path_factory) -> list[dict]:
+def real_rows(tmp_path_factory) -> list[dict]:
     sample = tmp_path_factory.mktemp("sample") / "generated"
     generate([str(sample), *SAMPLE_ARGS])
     captures = sorted((REPO_ROOT / "tests" / "captures").glob("kafka-*/*/segments"))
-    return inputs_from([*captures, PUBLIC_FIXTURES, sample / "segments"])
+    return rows_from([*captures, PUBLIC_FIXTURES, sample / "segments"])
 
 
-def test_every_real_record_decodes_as_the_reference_decodes_it(real_inputs):
-    assert_same_rows(real_inputs)
+def test_every_real_record_decodes_as_the_reference_decodes_it(spark, real_rows):
+    assert_same_rows(spark, real_rows)
 
 
-def test_the_fast_path_takes_the_real_offset_commits(real_inputs):
-    commits = [raw for raw in real_inputs if raw["key"] and raw["key"][:2] == b"\x00\x01"]
+def test_the_expressions_take_the_real_offset_commits(spark, real_rows):
+    commits = [row for row in real_rows if row["key"] and row["key"][:2] == b"\x00\x01"]
     assert len(commits) > 5_000
-    assert taken_by_fast_path(commits) == len(commits)
-    others = [raw for raw in real_inputs if raw["key"] and raw["key"][:2] != b"\x00\x01"]
-    assert taken_by_fast_path(others) == 0
+    assert taken_by_expressions(spark, commits) == len(commits)
+    others = [row for row in real_rows if row["key"] and row["key"][:2] != b"\x00\x01"]
+    assert taken_by_expressions(spark, others) == 0
 
 
 def v3(offset=42, epoch=5, metadata=b"", commit=1_700_000_000_000) -> bytes:
@@ -176,20 +182,15 @@ DAMAGED = [
 ]
 
 
-# Of VALID, the fast path leaves to the reference decoder the two-byte metadata length, the three
-# tag sections and the type-0 key; it takes no DAMAGED record.
-FAST_PATH_TAKES = {"valid": len(VALID) - 5, "damaged": 0}
+# Of VALID, the expressions leave to the reference decoder the two-byte metadata length, the three
+# tag sections and the type-0 key; they take no DAMAGED record.
+TAKEN = {"valid": len(VALID) - 5, "damaged": 0}
 
 
 @pytest.mark.parametrize("records", [VALID, DAMAGED], ids=["valid", "damaged"])
-def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(request, records):
-    inputs = [raw_input(index, key, value) for index, (key, value) in enumerate(records)]
-    assert taken_by_fast_path(inputs) == FAST_PATH_TAKES[request.node.callspec.id]
-    inputs.append(raw_input(len(inputs), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
-    inputs.append(raw_input(len(inputs), KEY, v3(), txn_state="aborted", producer_id=4000))
-    assert_same_rows(inputs)
-
-
-def test_batches_of_any_size_and_mix_decode_the_same(real_inputs):
-    mixed = real_inputs[:3_000] + [raw_input(10**6 + i, key, value) for i, (key, value) in enumerate(DAMAGED)]
-    assert decoder_rows(mixed, batch_size=7) == decoder_rows(mixed, batch_size=10_000) == reference_rows(mixed)
+def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(spark, request, records):
+    rows = [raw_row(index, key, value) for index, (key, value) in enumerate(records)]
+    assert taken_by_expressions(spark, rows) == TAKEN[request.node.callspec.id]
+    rows.append(raw_row(len(rows), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
+    rows.append(raw_row(len(rows), KEY, v3(), txn_state="aborted", producer_id=4000))
+    assert_same_rows(spark, rows)
