@@ -9,9 +9,12 @@ DATA is an output of bench.generate. In one run, on the same files, one after th
    - ingest: the segment files -> bronze `raw_records` (Delta);
    - scan: a plain Spark scan of `raw_records`, every column, into Spark's no-op sink (the practical
      limit of the engine on that table);
-   - decode: `jobs.decode` (raw_records -> the six silver tables, written, and the raw = decoded +
-     quarantined check), the "raw -> silver" step.
-Goals (issue 5): decode >= 5x DumpLogSegments' records/s; decode time <= 3x scan time.
+   - decoder: every raw record decoded (silver's decoder) into the no-op sink: the work that
+     DumpLogSegments does, without writing tables;
+   - decode job: `jobs.decode` (raw_records -> the six silver tables, written as Delta, and the raw =
+     decoded + quarantined check), the whole "raw -> silver" step.
+Goals (issue 5): decode >= 5x DumpLogSegments' records/s; decode time <= 3x scan time. Both are
+reported for the decoder and for the decode job.
 Each phase prints wall time, CPU seconds of its processes and their peak memory.
 """
 
@@ -34,6 +37,7 @@ from jobs.decode import decode
 from jobs.ingest import RAW_RECORDS, ingest
 from jobs.runs import JobRun
 from jobs.session import build_session
+from transforms import silver
 
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
 CLUSTER, DATABASE = "bench", "bench"
@@ -76,7 +80,10 @@ def spark_phases(data: Path, work: Path) -> tuple[dict[str, Phase], int]:
         with tree.phase("scan of raw_records") as phase:
             raw.write.format("noop").mode("overwrite").save()
         phases["scan"] = phase
-        with JobRun(spark, config, "decode") as run, tree.phase("decode: raw_records -> silver") as phase:
+        with tree.phase("decoder: raw_records -> decoded rows (no-op sink)") as phase:
+            silver.decode_raw_records(raw).write.format("noop").mode("overwrite").save()
+        phases["decoder"] = phase
+        with JobRun(spark, config, "decode") as run, tree.phase("decode job: raw_records -> silver tables") as phase:
             decode(spark, config, run)
         phases["decode"] = phase
         if run.exit_code != 0:
@@ -88,8 +95,8 @@ def spark_phases(data: Path, work: Path) -> tuple[dict[str, Phase], int]:
     return phases, records
 
 
-def ratio_line(name: str, value: float, goal: str, is_met: bool) -> str:
-    return f"{value:.2f}x  (goal {goal}: {'met' if is_met else 'NOT met'})  [{name}]"
+def ratio_line(value: float, goal: str, is_met: bool) -> str:
+    return f"{value:.2f}x  (goal {goal}: {'met' if is_met else 'NOT met'})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,22 +118,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     for phase in phases.values():
         print_block(f"groupscope {phase.name} ({records:,} records)", phase_rows(phase, records))
-    decode_rate, dump_rate = records / phases["decode"].seconds, dump_records / dump.seconds
-    decode_cpu_rate, dump_cpu_rate = records / phases["decode"].cpu_seconds, dump_records / dump.cpu_seconds
+    dump_rate, dump_cpu_rate = dump_records / dump.seconds, dump_records / dump.cpu_seconds
+    goals = {}
+    for name in ("decoder", "decode"):
+        phase = phases[name]
+        rate, vs_scan = records / phase.seconds, phase.seconds / phases["scan"].seconds
+        goals[f"{phase.name}: vs DumpLogSegments, records/s"] = ratio_line(
+            rate / dump_rate, ">= 5x", rate >= 5 * dump_rate
+        )
+        goals[f"{phase.name}: vs DumpLogSegments, per CPU-second"] = (
+            f"{records / phase.cpu_seconds / dump_cpu_rate:.2f}x"
+        )
+        goals[f"{phase.name}: time vs scan time"] = ratio_line(vs_scan, "<= 3x", vs_scan <= 3)
     end_to_end = phases["ingest"].seconds + phases["decode"].seconds
-    vs_scan = phases["decode"].seconds / phases["scan"].seconds
-    print_block(
-        "goals",
-        {
-            "decode vs DumpLogSegments, wall records/s": ratio_line(
-                "raw -> silver", decode_rate / dump_rate, ">= 5x", decode_rate >= 5 * dump_rate
-            ),
-            "decode vs DumpLogSegments, per CPU-second": f"{decode_cpu_rate / dump_cpu_rate:.2f}x",
-            "segments -> silver vs DumpLogSegments, wall": f"{records / end_to_end / dump_rate:.2f}x",
-            "decode time vs scan time": ratio_line("decode / scan", vs_scan, "<= 3x", vs_scan <= 3),
-            "load average at the end": machine_report()["load average (1, 5, 15 min)"],
-        },
+    goals["segments -> silver tables (ingest + decode job) vs DumpLogSegments"] = (
+        f"{records / end_to_end / dump_rate:.2f}x"
     )
+    goals["load average at the end"] = machine_report()["load average (1, 5, 15 min)"]
+    print_block("goals", goals)
     return 0
 
 
