@@ -1,7 +1,9 @@
 """One job run: its id, its counts, its console progress, and its row in `ops.job_runs`.
 
-The row is appended when the run ends, whether it succeeded or failed, so a scheduler and a person
-can both see what each run did. Exit codes: 0 succeeded, 1 failed (the message says why).
+The row is appended when the run ends, whether it succeeded, failed or was refused, so a scheduler and
+a person can both see what each run did. A run that writes tables holds the cluster's lock
+(jobs/locks.py) from start to end. Exit codes: 0 succeeded, 1 failed (the message says why),
+75 refused because another run holds the lock (nothing changed; retry later).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from jobs.config import Config
+from jobs.locks import EXIT_BUSY, RunLock, RunRefused
 from jobs.tables import cluster_row_count, ensure_table, table_location
 from schemas.tables import job_runs_schema
 
 JOB_RUNS = "job_runs"
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
+__all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_SUCCEEDED", "InvariantViolation", "JobRun", "RunRefused"]
 
 
 class InvariantViolation(RuntimeError):
@@ -28,9 +32,11 @@ class InvariantViolation(RuntimeError):
 
 
 class JobRun:
-    def __init__(self, spark: SparkSession, config: Config, job: str) -> None:
+    def __init__(self, spark: SparkSession, config: Config, job: str, exclusive: bool = True) -> None:
+        """`exclusive`: the run writes tables that another run of the cluster may write too (most jobs)."""
         self.spark, self.config, self.job = spark, config, job
         self.run_id = f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self._lock = RunLock(spark, config, self.run_id, job) if exclusive else None
         self.inputs: list[str] = []
         self.counts: dict[str, int] = {}
         self.exit_code = EXIT_FAILED
@@ -53,6 +59,16 @@ class JobRun:
 
     def __enter__(self) -> JobRun:
         self.progress("started", f"run {self.run_id}")
+        if self._lock is not None:
+            try:
+                self._lock.acquire()
+            except RunRefused as refusal:
+                self.exit_code = EXIT_BUSY
+                self._record("refused", str(refusal))
+                self.progress("refused", str(refusal))
+                raise
+            if self._lock.took_over is not None:
+                self.progress("lock", f"took over the lock of a dead run: {self._lock.took_over.describe()}")
         return self
 
     def __exit__(self, error_type, error, traceback) -> bool:
@@ -61,7 +77,11 @@ class JobRun:
         message = None if error is None else f"{error_type.__name__}: {error}"
         if error is not None and not isinstance(error, InvariantViolation):
             tracebacks.print_exception(error_type, error, traceback, file=sys.stderr)
-        self._record(outcome, message)
+        try:
+            self._record(outcome, message)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
         self.progress(outcome, message or json.dumps(self.counts))
         # A failure is reported through the exit code and the job_runs row, not a traceback.
         return error is not None and isinstance(error, Exception)
@@ -83,6 +103,9 @@ class JobRun:
             counts.get("quarantine"),
             json.dumps(counts, sort_keys=True),
             message,
+            round(time.monotonic() - self._started, 3),
+            self.config.run_date,
         )
         rows = self.spark.createDataFrame([row], job_runs_schema)
-        rows.write.format("delta").mode("append").save(table_location(self.spark, table))
+        # mergeSchema: a job_runs table written by an older groupscope gains the new columns.
+        rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table_location(self.spark, table))

@@ -7,13 +7,18 @@ jars scripts/bootstrap.sh fetched.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import socket
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
+from jobs.locks import RunRefused
 
 SPARK_JARS_DIR = REPO_ROOT / "jvm" / "spark" / "jars"
 
@@ -37,9 +42,40 @@ def embedded_metastore_conf(warehouse_dir: Path) -> dict[str, str]:
     }
 
 
+# Open for the life of the process: the OS drops an flock when its process ends, even on SIGKILL.
+_held_metastores: dict[Path, TextIO] = {}
+
+
+def hold_embedded_metastore(warehouse: Path) -> None:
+    """Derby serves one process: a second one gets a clear refusal instead of Derby's boot errors."""
+    warehouse = warehouse.resolve()
+    if warehouse in _held_metastores:
+        return
+    handle = open(warehouse / ".embedded-metastore.lock", "a+")  # noqa: SIM115 - held until the process ends
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "a process that is just starting"
+        handle.close()
+        message = (
+            f"another groupscope process is using the embedded metastore of {warehouse}: {holder}. Nothing was "
+            "changed; run again when it has finished (a Hive metastore service lets jobs run side by side)"
+        )
+        print(message, file=sys.stderr, flush=True)
+        raise RunRefused(message) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC\n")
+    handle.flush()
+    _held_metastores[warehouse] = handle
+
+
 def build_session(config: Config, app_name: str) -> SparkSession:
     warehouse = config.warehouse_dir
     warehouse.mkdir(parents=True, exist_ok=True)
+    if config.metastore == "embedded":
+        hold_embedded_metastore(warehouse)
     builder = SparkSession.builder.appName(app_name)
     settings: dict[str, str] = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",

@@ -12,6 +12,8 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    DateType,
+    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -206,12 +208,14 @@ job_runs_schema = StructType(
         _f("cluster", StringType()),
         _f("started_at", TimestampType(), False),
         _f("finished_at", TimestampType()),
-        _f("outcome", StringType(), False),  # succeeded | failed
+        _f("outcome", StringType(), False),  # succeeded | failed | refused (another run held the lock)
         _f("inputs", ArrayType(StringType())),
         _f("raw_count", LongType()),
         _f("decoded_count", LongType()),
         _f("quarantined_count", LongType()),
         _f("counts_json", StringType()),  # per-table and per-stage counts
         _f("message", StringType()),
+        _f("duration_seconds", DoubleType()),
+        _f("run_date", DateType()),  # --run-date, when given
     ]
 )

@@ -1,0 +1,156 @@
+"""One writing run per (database, cluster) at a time: a lock file next to the tables.
+
+The lock is a file created with overwrite disabled through Hadoop's FileSystem, which is atomic on
+local disks and HDFS (and on S3A with conditional writes), so it guards runs on different machines
+too. A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
+provably dead (same host, process gone) or older than the configured maximum age.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
+
+from jobs.config import Config
+
+DEFAULT_MAX_AGE_MINUTES = 12 * 60
+
+
+EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
+
+
+class RunRefused(SystemExit):
+    """Another run holds the lock: this run changed nothing, and its process exits with EXIT_BUSY so a
+    scheduler can tell "retry later" from a failure."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_BUSY)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class Holder:
+    run_id: str
+    job: str
+    host: str
+    pid: int
+    started_at: datetime
+
+    def describe(self) -> str:
+        started = f"{self.started_at:%Y-%m-%d %H:%M:%S} UTC"
+        return f"{self.job} run {self.run_id} (host {self.host}, pid {self.pid}, started {started})"
+
+    def is_dead(self, now: datetime, max_age: timedelta, this_host: str) -> bool:
+        if now - self.started_at > max_age:
+            return True
+        if self.host != this_host:  # includes a lock still being written: its host is not known yet
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, owned by someone else
+            return False
+        return False
+
+
+def lock_path(config: Config) -> str:
+    # Cluster and database names are data: the file name is a digest of them, never the names.
+    digest = hashlib.sha256(f"{config.database}\0{config.cluster}".encode()).hexdigest()[:24]
+    return f"{config.warehouse_dir}/_groupscope/locks/{digest}.lock"
+
+
+class RunLock:
+    def __init__(self, spark: SparkSession, config: Config, run_id: str, job: str) -> None:
+        jvm = spark.sparkContext._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path(lock_path(config))
+        self._fs = self._path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self._io_utils = jvm.org.apache.commons.io.IOUtils
+        self._config = config
+        max_age = config.section("jobs").get("lock_max_age_minutes", DEFAULT_MAX_AGE_MINUTES)
+        self._max_age = timedelta(minutes=int(max_age))
+        self.holder = Holder(run_id, job, socket.gethostname(), os.getpid(), datetime.now(UTC))
+        self.took_over: Holder | None = None
+
+    def acquire(self) -> None:
+        if self._create():
+            return
+        current = self._read()
+        if current is None or current.is_dead(datetime.now(UTC), self._max_age, self.holder.host):
+            self.took_over = current
+            self._fs.delete(self._path, False)
+            if self._create():
+                return
+            current = self._read()
+        who = current.describe() if current else "a run that has just finished"
+        raise RunRefused(
+            f"another groupscope run holds cluster {self._config.cluster!r} in database {self._config.database!r}: "
+            f"{who}. Nothing was changed; run again when it has finished. If it is dead and this persists, "
+            f"delete {self._path.toString()}"
+        )
+
+    def release(self) -> None:
+        current = self._read()
+        if current is not None and current.run_id == self.holder.run_id:
+            self._fs.delete(self._path, False)
+
+    def _create(self) -> bool:
+        body = json.dumps(
+            {
+                "run_id": self.holder.run_id,
+                "job": self.holder.job,
+                "host": self.holder.host,
+                "pid": self.holder.pid,
+                "started_at": self.holder.started_at.isoformat(),
+                "database": self._config.database,
+                "cluster": self._config.cluster,
+            }
+        ).encode()
+        try:
+            stream = self._fs.create(self._path, False)
+        except Py4JJavaError as error:
+            if "FileAlreadyExistsException" in str(error.java_exception.getClass().getName()) or self._fs.exists(
+                self._path
+            ):
+                return False
+            raise
+        try:
+            stream.write(bytearray(body))
+        finally:
+            stream.close()
+        return True
+
+    def _read(self) -> Holder | None:
+        """The current holder; None when the file is gone. A file still being written (its creator is
+        between create and close) is held by a run that is just starting."""
+        try:
+            status = self._fs.getFileStatus(self._path)
+            stream = self._fs.open(self._path)
+        except Py4JJavaError:
+            return None
+        try:
+            data = bytes(self._io_utils.toByteArray(stream))
+        finally:
+            stream.close()
+        try:
+            fields = json.loads(data)
+            return Holder(
+                fields["run_id"],
+                fields["job"],
+                fields["host"],
+                int(fields["pid"]),
+                datetime.fromisoformat(fields["started_at"]),
+            )
+        except (ValueError, KeyError):
+            modified = datetime.fromtimestamp(status.getModificationTime() / 1000, UTC)
+            return Holder("(starting)", "unknown", "unknown", -1, modified)

@@ -1,0 +1,100 @@
+"""One writing run per cluster at a time; a second one is refused clearly (exit 75) and changes nothing.
+
+Two real `spark-submit.sh nightly` processes started together on one warehouse: one runs, the other is
+refused. In process: the cluster lock on the test warehouse refuses a second run, records the refusal
+in `job_runs`, and takes over the lock of a run that is provably dead (its process is gone) or too old.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.locks import EXIT_BUSY, RunRefused, lock_path
+from jobs.runs import JobRun
+from tests.conftest import REPO_ROOT
+
+
+def write_lock(config, *, host: str, pid: int, started_at: datetime) -> Path:
+    path = Path(lock_path(config))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = {"run_id": "other-run", "job": "nightly", "host": host, "pid": pid, "started_at": started_at.isoformat()}
+    path.write_text(json.dumps(holder))
+    return path
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture
+def config(spark_config):
+    return replace(spark_config, cluster="lock-test")
+
+
+def runs_of(spark, config, outcome):
+    return (
+        spark.table(config.table("job_runs"))
+        .where((F.col("cluster") == F.lit(config.cluster)) & (F.col("outcome") == F.lit(outcome)))
+        .collect()
+    )
+
+
+def test_a_second_run_of_the_cluster_is_refused_and_recorded(spark, config):
+    with JobRun(spark, config, "history") as first:
+        with pytest.raises(RunRefused) as refusal, JobRun(spark, config, "decode"):
+            pytest.fail("the second run must not start")
+        assert refusal.value.code == EXIT_BUSY
+        assert first.run_id in str(refusal.value) and "history" in str(refusal.value)
+    assert first.exit_code == 0
+    refused = runs_of(spark, config, "refused")
+    assert [row.job for row in refused] == ["decode"] and first.run_id in refused[0].message
+    # The first run released the lock: the next one runs.
+    with JobRun(spark, config, "decode") as again:
+        pass
+    assert again.exit_code == 0
+
+
+def test_the_lock_of_a_dead_run_is_taken_over(spark, config):
+    import socket
+
+    write_lock(config, host=socket.gethostname(), pid=dead_pid(), started_at=datetime.now(UTC))
+    with JobRun(spark, config, "history") as run:
+        pass
+    assert run.exit_code == 0
+    assert not Path(lock_path(config)).exists(), "the run released the lock it took over"
+
+
+def test_a_live_run_elsewhere_is_respected_until_it_is_too_old(spark, config):
+    path = write_lock(config, host="another-host", pid=os.getpid(), started_at=datetime.now(UTC))
+    with pytest.raises(RunRefused, match="another-host"), JobRun(spark, config, "history"):
+        pass
+    assert path.exists(), "a refused run leaves the holder's lock alone"
+    write_lock(config, host="another-host", pid=os.getpid(), started_at=datetime.now(UTC) - timedelta(days=2))
+    with JobRun(spark, config, "history") as run:
+        pass
+    assert run.exit_code == 0
+
+
+def test_two_nightly_processes_started_together_one_runs_one_is_refused(tmp_path):
+    command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--warehouse", str(tmp_path / "warehouse")]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=900), *p.communicate()) for p in processes]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, EXIT_BUSY], [(code, err[-2000:]) for code, _, err in results]
+    # Under spark-submit the Python driver's stderr reaches the console through the JVM's stdout.
+    refused_output = next(out + err for code, out, err in results if code == EXIT_BUSY)
+    assert "another groupscope process is using the embedded metastore" in refused_output
+    assert "Traceback" not in refused_output
+    succeeded_stdout = next(out for code, out, _ in results if code == 0)
+    assert "check: raw" in succeeded_stdout
