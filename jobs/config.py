@@ -55,7 +55,7 @@ def _merge(base: dict, override: Mapping) -> dict:
     return merged
 
 
-def _resolve(path: str) -> str:
+def resolve_path(path: str) -> str:
     """Relative local paths are relative to the repository; URIs (s3a://, hdfs://) stay as they are."""
     if "://" in path or Path(path).is_absolute():
         return path
@@ -72,13 +72,13 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None, 
     storage, inputs = merged["storage"], merged["input"]
     return Config(
         database=merged["catalog"]["database"],
-        warehouse_dir=Path(_resolve(storage["warehouse_dir"])),
+        warehouse_dir=Path(resolve_path(storage["warehouse_dir"])),
         metastore=storage["metastore"],
         master=merged["spark"]["master"],
         spark_conf={str(key): str(value) for key, value in merged["spark"].get("conf", {}).items()},
         cluster=inputs["cluster"],
-        segment_paths=tuple(_resolve(path) for path in inputs["segment_paths"]),
-        raw_table_paths=tuple(_resolve(path) for path in inputs["raw_table_paths"]),
+        segment_paths=tuple(resolve_path(path) for path in inputs["segment_paths"]),
+        raw_table_paths=tuple(resolve_path(path) for path in inputs["raw_table_paths"]),
         raw_table_format=inputs["raw_table_format"],
         run_date=run_date,
         source_files=tuple(files),

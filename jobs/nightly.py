@@ -1,4 +1,6 @@
-"""Nightly: ingest what is new, decode it, rebuild the groups' history and metrics, and summarise.
+"""Nightly: capture and ingest what is new, decode it, rebuild the groups' history and metrics, refresh
+the SQL views, and summarise. Capture and the live end-offset snapshot run when [capture] names a
+cluster; [end_offsets] files are loaded too (the embedded default loads the sample's).
 
     spark-submit.sh nightly [--conf conf/<env>.toml] [--run-date YYYY-MM-DD]
 
@@ -14,13 +16,17 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import Config, parse_config
+from jobs.capture import capture
+from jobs.config import Config, parse_config, resolve_path
 from jobs.decode import SILVER_SCHEMAS, decode
+from jobs.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
 from jobs.history import HISTORY_TABLES, history
 from jobs.ingest import ingest
+from jobs.kafka_security import capture_configured
 from jobs.metrics import METRICS_TABLES, metrics
 from jobs.runs import JobRun
 from jobs.session import build_session
+from jobs.views import create_views
 
 
 def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
@@ -34,7 +40,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f"  groups with commits    {groups:>10,}",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
-        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.offset_commits LIMIT 10'",
+        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.group_health'",
     ]
     return "\n".join(lines)
 
@@ -44,14 +50,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = build_session(config, "groupscope-nightly")
     try:
         with JobRun(spark, config, "nightly") as run:
+            if capture_configured(config):
+                run.progress("capture")
+                capture(spark, config, run)
+                run.progress("end_offsets", "live snapshot")
+                write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
             run.progress("ingest")
             ingest(spark, config, run)
+            end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
+            if end_offset_files:
+                run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
+                write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
             run.progress("decode")
             decode(spark, config, run)
             run.progress("history")
             history(spark, config, run)
             run.progress("metrics")
             metrics(spark, config, run)
+            run.progress("views")
+            create_views(spark, config)
             print(summary(spark, config, run.counts), flush=True)
         return run.exit_code
     finally:
