@@ -1,0 +1,92 @@
+"""Maintenance: compact the cluster's Delta tables, drop files no version needs, and forget old raw records.
+
+    spark-submit.sh maintenance [--conf conf/<env>.toml] [--cluster NAME]
+
+Settings, `[maintenance]`:
+- `vacuum_retain_hours`: files that no table version has needed for this long are deleted, including
+  files a killed run wrote and never committed. Set as each table's `delta.deletedFileRetentionDuration`
+  (Delta's VACUUM takes its retention from there); left out, tables keep Delta's default of 7 days.
+  Delta refuses less than 168 hours unless its safety check is turned off, which this job never does:
+  a reader of a week-old version, or a run still writing, must not lose its files.
+- `raw_retention_days`: 0 (the default) keeps every raw record; otherwise this cluster's raw records
+  older than that are deleted. Decoded tables and history are rebuilt from raw records, so after the
+  next nightly the history starts at the new oldest record (and segment files still on disk would
+  be ingested again: delete those first).
+Run it weekly, never at the same time as nightly: it holds the cluster's lock like every writing job.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config, parse_config
+from jobs.ingest import RAW_RECORDS
+from jobs.runs import JobRun
+from jobs.session import build_session
+from jobs.tables import sql_string_literal
+
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+
+
+def _tables(spark: SparkSession, config: Config) -> list[str]:
+    return sorted(
+        config.table(table.name)
+        for table in spark.catalog.listTables(config.database)
+        if table.tableType != "VIEW" and not table.isTemporary
+    )
+
+
+def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
+    settings = config.section("maintenance")
+    retain_hours = settings.get("vacuum_retain_hours")
+    # Spark lists a table's directories with up to 10,000 tasks by default, which costs a small
+    # table tens of seconds; a few tasks per core list even large tables just as fast locally.
+    spark.conf.set(
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism", str(4 * spark.sparkContext.defaultParallelism)
+    )
+    raw_retention_days = int(settings.get("raw_retention_days", 0))
+    if raw_retention_days > 0:
+        cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
+        raw = DeltaTable.forName(spark, config.table(RAW_RECORDS))
+        before = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(config.cluster)).count()
+        raw.delete((F.col("cluster") == F.lit(config.cluster)) & (F.col("record_at") < F.lit(cutoff)))
+        run.counts["raw_records_deleted"] = before - run.count_rows(spark, config.table(RAW_RECORDS), "raw_records")
+    for table in _tables(spark, config):
+        delta = DeltaTable.forName(spark, table)
+        detail = delta.detail().first()
+        if (
+            retain_hours is not None
+            and detail.properties.get(RETENTION_PROPERTY) != f"interval {int(retain_hours)} hours"
+        ):
+            spark.sql(
+                f"ALTER TABLE {table} SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = 'interval {int(retain_hours)} hours')"
+            )
+        partitioned = "cluster" in detail.partitionColumns
+        optimizer = delta.optimize()
+        if partitioned:
+            optimizer = optimizer.where(f"cluster = {sql_string_literal(config.cluster)}")
+        files = optimizer.executeCompaction().first().metrics
+        delta.vacuum()
+        run.counts[f"optimize_removed_files.{table.split('.')[-1]}"] = files.numFilesRemoved
+        run.progress(table, f"compacted {files.numFilesRemoved} file(s) into {files.numFilesAdded}; vacuumed")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv, __doc__)
+    spark = build_session(config, "groupscope-maintenance")
+    try:
+        with JobRun(spark, config, "maintenance") as run:
+            maintenance(spark, config, run)
+        return run.exit_code
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
