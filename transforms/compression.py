@@ -57,6 +57,8 @@ def _snappy(payload: bytes) -> bytes:
         return bytes(cramjam.snappy.decompress_raw(payload))
     blocks = []
     pos, size = _XERIAL_HEADER_SIZE, len(payload)
+    if size < pos:
+        raise CorruptRecordError(f"xerial snappy: the {pos}-byte header is cut off ({size} bytes)")
     while pos < size:
         if pos + 4 > size:
             raise CorruptRecordError(f"xerial snappy: block length at byte {pos} is cut off ({size - pos} bytes left)")

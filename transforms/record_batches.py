@@ -125,11 +125,21 @@ def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_fil
     codec = attributes & _CODEC_MASK
     if codec > 4:
         raise CorruptRecordError(f"unknown compression codec {codec} in attributes 0x{attributes:04x}")
-    buf, start, stop = data, pos + _V2_HEADER.size, end
+    start, stop = pos + _V2_HEADER.size, end
     if codec:
         buf = decompress(codec, data[start:stop])
-        start, stop = 0, len(buf)
-    fields = _v2_records(buf, start, stop, count)
+        try:
+            fields = _v2_records(buf, 0, len(buf), count)
+        except (CorruptRecordError, IndexError, struct.error) as error:
+            # A payload cut short can still expand without complaint (to nothing, or to part of the
+            # records): say that the compressed bytes are what is wrong, not just where reading stopped.
+            reason = "a field runs past the end" if isinstance(error, IndexError) else str(error)
+            raise CorruptRecordError(
+                f"{CODEC_NAMES[codec]} payload of {stop - start} bytes expands to {len(buf)} bytes,"
+                f" which do not hold its {count} records ({reason})"
+            ) from None
+    else:
+        fields = _v2_records(data, start, stop, count)
     if attributes & _CONTROL:
         return _markers(fields, producer_id)
     is_log_append_time, is_transactional = bool(attributes & _LOG_APPEND_TIME), bool(attributes & _TRANSACTIONAL)
