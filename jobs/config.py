@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,21 @@ from typing import Any
 REPO_ROOT = Path(os.environ.get("GROUPSCOPE_HOME") or Path(__file__).resolve().parent.parent)
 DEFAULTS_FILE = REPO_ROOT / "conf" / "defaults.toml"
 DEFAULT_ENV_FILE = REPO_ROOT / "conf" / "local.toml"
+# The database name is part of every table name in SQL text: only what needs no quoting is accepted.
+_DATABASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work, with the key and the reason."""
+
+
+def _validated(database: str, cluster: str) -> None:
+    if not isinstance(database, str) or not _DATABASE_NAME.fullmatch(database):
+        raise ConfigError(
+            f"catalog.database {database!r} is not a plain SQL name (letters, digits and _, not starting with a digit)"
+        )
+    if not isinstance(cluster, str) or not cluster.strip() or not cluster.isprintable() or len(cluster) > 255:
+        raise ConfigError(f"input.cluster {cluster!r} must be 1 to 255 printable characters")
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,7 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None, 
             merged = _merge(merged, tomllib.load(handle))
     merged = _merge(merged, overrides or {})
     storage, inputs = merged["storage"], merged["input"]
+    _validated(merged["catalog"]["database"], inputs["cluster"])
     return Config(
         database=merged["catalog"]["database"],
         warehouse_dir=Path(resolve_path(storage["warehouse_dir"])),
@@ -106,11 +123,11 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> Config:
     overrides: dict = {"storage": {}, "catalog": {}, "input": {}}
-    if args.warehouse:
+    if args.warehouse is not None:
         overrides["storage"]["warehouse_dir"] = args.warehouse
-    if args.database:
+    if args.database is not None:
         overrides["catalog"]["database"] = args.database
-    if args.cluster:
+    if args.cluster is not None:
         overrides["input"]["cluster"] = args.cluster
     if args.segments is not None:
         overrides["input"]["segment_paths"] = args.segments
@@ -122,4 +139,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def parse_config(argv: Sequence[str] | None, description: str) -> Config:
-    return config_from_args(parser(description).parse_args(argv))
+    arguments = parser(description)
+    try:
+        return config_from_args(arguments.parse_args(argv))
+    except ConfigError as error:
+        arguments.error(str(error))  # exits 2 with the usage and the reason
