@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SQL over groupscope's tables: ./spark-sql.sh [-e 'SELECT ...'] [spark-sql options]
 # Uses the same warehouse and embedded metastore as the jobs (./warehouse by default; override with
-# GROUPSCOPE_WAREHOUSE). Derby allows one process at a time: run it when no job is running.
+# GROUPSCOPE_WAREHOUSE). Derby allows one process at a time: while a job runs this exits 75, and a job
+# started while this shell is open is refused the same way.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
 warehouse="$(realpath -m "${GROUPSCOPE_WAREHOUSE:-$root/warehouse}")"
 mkdir -p "$warehouse"
+source "$root/scripts/embedded_metastore.sh"
+hold_embedded_metastore "$warehouse"
 jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
 # The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
 export PATH="$root/.venv/bin:$PATH"

@@ -5,6 +5,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# Launchers started together on a fresh machine wait for one install instead of racing pip and Maven.
+exec 8>"$root/.bootstrap.lock"
+flock 8
 
 python_bin="${GROUPSCOPE_PYTHON:-python3.11}"
 command -v "$python_bin" >/dev/null || python_bin=python3

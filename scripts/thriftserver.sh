@@ -5,8 +5,8 @@
 # It opens the warehouse and metastore the jobs use, with their Spark settings (conf/defaults.toml, the
 # environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
 #   .venv/bin/beeline -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
-# The embedded metastore (Derby) lets one process at a time open the warehouse: start the server when no
-# job is running, and stop it before the next run.
+# The embedded metastore (Derby) lets one process at a time open the warehouse: while a job runs this exits
+# 75, and jobs started while the server runs are refused the same way; stop it before the next run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port=10000
@@ -46,7 +46,9 @@ config.warehouse_dir.mkdir(parents=True, exist_ok=True)
 settings = {"spark.sql.warehouse.dir": str(config.warehouse_dir), **config.spark_conf}
 if config.metastore == "embedded":
     settings.update(embedded_metastore_conf(config.warehouse_dir))
+    print(config.warehouse_dir, end="\0")  # the warehouse whose metastore to lock; empty: none
 else:
+    print(end="\0")
     settings["spark.sql.catalogImplementation"] = "hive"
 log_config = f"-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}"
 settings["spark.driver.extraJavaOptions"] = f"{settings.get('spark.driver.extraJavaOptions', '')} {log_config}".strip()
@@ -58,6 +60,12 @@ PYTHON
 session_settings=()
 while IFS= read -r -d '' argument; do session_settings+=("$argument"); done <"$settings_file"
 rm -f "$settings_file"
+embedded_warehouse="${session_settings[0]}"
+session_settings=("${session_settings[@]:1}")
+if [[ -n "$embedded_warehouse" ]]; then
+  source "$root/scripts/embedded_metastore.sh"
+  hold_embedded_metastore "$embedded_warehouse"
+fi
 
 cd "$root"
 exec "$root/.venv/bin/spark-submit" \

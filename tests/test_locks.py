@@ -7,6 +7,7 @@ in `job_runs`, and takes over the lock of a run that is provably dead (its proce
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs.locks import EXIT_BUSY, RunRefused, lock_path
 from jobs.runs import JobRun
+from jobs.session import hold_embedded_metastore
 from tests.conftest import REPO_ROOT
 
 
@@ -86,15 +88,35 @@ def test_a_live_run_elsewhere_is_respected_until_it_is_too_old(spark, config):
     assert run.exit_code == 0
 
 
-def test_two_nightly_processes_started_together_one_runs_one_is_refused(tmp_path):
-    command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--warehouse", str(tmp_path / "warehouse")]
-    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    results = [(p.wait(timeout=900), *p.communicate()) for p in processes]
-    codes = sorted(code for code, _, _ in results)
-    assert codes == [0, EXIT_BUSY], [(code, err[-2000:]) for code, _, err in results]
-    # Under spark-submit the Python driver's stderr reaches the console through the JVM's stdout.
-    refused_output = next(out + err for code, out, err in results if code == EXIT_BUSY)
+def test_two_nightly_processes_started_together_one_runs_one_is_refused(contended_nightly):
+    codes = sorted(run.returncode for run in contended_nightly.runs)
+    assert codes == [0, EXIT_BUSY], [(run.returncode, run.output[-2000:]) for run in contended_nightly.runs]
+    refused_output = next(run.output for run in contended_nightly.runs if run.returncode == EXIT_BUSY)
     assert "another groupscope process is using the embedded metastore" in refused_output
     assert "Traceback" not in refused_output
-    succeeded_stdout = next(out for code, out, _ in results if code == 0)
-    assert "check: raw" in succeeded_stdout
+    assert "check: raw" in contended_nightly.winner.output
+
+
+def test_sql_shells_and_jobs_exclude_each_other_on_the_embedded_metastore(tmp_path):
+    lock = tmp_path / ".embedded-metastore.lock"
+    with open(lock, "w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        holder.write("pid 4242 on a job host\n")
+        holder.flush()
+        for launcher in (["spark-sql.sh", "-e", "SELECT 1"], ["scripts/thriftserver.sh", "--warehouse", str(tmp_path)]):
+            shell = subprocess.run([str(REPO_ROOT / launcher[0]), *launcher[1:]], capture_output=True, text=True,
+                                   env={**os.environ, "GROUPSCOPE_WAREHOUSE": str(tmp_path)}, timeout=300)  # fmt: skip
+            assert shell.returncode == EXIT_BUSY, shell.stderr[-2000:]
+            assert f"embedded metastore of {tmp_path}: pid 4242 on a job host" in shell.stderr
+
+    # The other way round: a job is refused while a shell holds the metastore.
+    library = REPO_ROOT / "scripts" / "embedded_metastore.sh"
+    script = f"source {library}; hold_embedded_metastore {tmp_path}; echo held; exec sleep 600"
+    shell = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert shell.stdout.readline() == "held\n"
+        with pytest.raises(RunRefused, match=r"UTC \(bash\)"):
+            hold_embedded_metastore(tmp_path)
+    finally:
+        shell.kill()
+        shell.wait()

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from pyspark.sql import Row
 
 from tests.conftest import REPO_ROOT
+from tests.delta_compare import delta_tables, table_rows
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 LOOPBACK = "127.0.0.1"
@@ -45,10 +45,6 @@ TEST_ENVIRONMENT = """\
 "spark.default.parallelism" = "2"
 "spark.ui.enabled" = "false"
 """
-# What names the run rather than the data: each run stamps its id on the records it captures, and
-# job_runs holds one row per run.
-RUN_COLUMNS = ("capture_run_id",)
-RUN_TABLES = ("job_runs",)
 
 
 @dataclass
@@ -215,31 +211,6 @@ def standalone_cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
         master.stop()
 
 
-def canonical(value):
-    """Rows as nested tuples; map entries sorted (their order is not data), array order kept (it is)."""
-    if isinstance(value, Row):
-        return tuple((name, canonical(item)) for name, item in value.asDict().items())
-    if isinstance(value, dict):
-        return tuple(sorted((repr(key), canonical(item)) for key, item in value.items()))
-    if isinstance(value, list):
-        return tuple(canonical(item) for item in value)
-    return value
-
-
-def table_rows(spark, path: Path) -> list[str]:
-    rows = spark.read.format("delta").load(str(path)).drop(*RUN_COLUMNS).collect()
-    return sorted(repr(canonical(row)) for row in rows)
-
-
-def delta_tables(warehouse: Path) -> dict[str, Path]:
-    database_dir = warehouse / f"{DATABASE}.db"
-    return {
-        path.name: path
-        for path in database_dir.iterdir()
-        if (path / "_delta_log").is_dir() and path.name not in RUN_TABLES
-    }
-
-
 def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(
     spark, standalone_cluster, local_nightly, tmp_path
 ):
@@ -252,7 +223,7 @@ def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(
 
     applications = master_state(standalone_cluster.ui_port)["completedapps"]
     assert [(app["name"], app["state"]) for app in applications] == [(NIGHTLY_APP_NAME, "FINISHED")]
-    local_tables, cluster_tables = delta_tables(local_warehouse), delta_tables(cluster_warehouse)
+    local_tables, cluster_tables = delta_tables(local_warehouse, DATABASE), delta_tables(cluster_warehouse, DATABASE)
     assert cluster_tables.keys() == local_tables.keys()
     assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily"} <= local_tables.keys()
     for name, path in sorted(local_tables.items()):
