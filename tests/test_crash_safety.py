@@ -9,41 +9,14 @@ reference's rows. bench/crash_safety.py does the same ten times and more (too sl
 
 from __future__ import annotations
 
-import os
 import random
-import re
-import signal
 import subprocess
-import time
 
 from tests.conftest import nightly_command
 from tests.delta_compare import differing_tables
+from tests.kill import progress_lines, run_until_progress_line
 
 DATABASE = "groupscope"  # the quick start's
-_PROGRESS = re.compile(r"^\[nightly\s+[\d.]+s\] ", re.MULTILINE)
-_POLL_SECONDS = 0.2
-
-
-def progress_lines(output: str) -> list[str]:
-    return [line for line in output.splitlines() if _PROGRESS.match(line)]
-
-
-def run_until_progress_line(command: list[str], log, count: int) -> str:
-    """Runs `command` until its log holds `count` progress lines, then SIGKILLs its process group."""
-    with open(log, "w") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    while process.poll() is None and len(progress_lines(log.read_text())) < count:
-        time.sleep(_POLL_SECONDS)  # polling the log for the line; the line, not the time, decides
-    if process.poll() is not None:
-        return f"ended by itself ({process.returncode}) before progress line {count}"
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    while True:  # until no process of the group is left (a Python worker may outlive the JVM briefly)
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return progress_lines(log.read_text())[-1]
-        time.sleep(_POLL_SECONDS)
 
 
 def test_a_run_killed_at_a_random_point_then_run_again_leaves_the_uninterrupted_tables(
