@@ -57,6 +57,7 @@ TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME = 0, 1  # the Kafka s
 # isInternal); the consumer-based one reads assigned partitions of any topic, with the consumer's isolation
 # level (its end offset under read_committed is the last stable offset).
 CONSUMER_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+STOP_TIMEOUT = "spark.sql.streaming.stopTimeout"
 GAP_KINDS = ("compaction_gaps", "transaction_markers", "aborted_records", "gaps_unclassified")
 _SAFE_PATH_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -321,6 +322,41 @@ def _start_stream(spark: SparkSession, options: dict[str, str], checkpoint: str,
             spark.conf.set(CONSUMER_OFFSET_FETCHING, previous)
 
 
+def _await_while_reachable(spark: SparkSession, connection: KafkaConnection, query, topic: str) -> None:
+    """Waits for the query to end, asking the cluster for the topic every timeout_s meanwhile.
+
+    Spark's Kafka source retries a cluster that went away during a capture without end (its offset
+    reader polls with no deadline); a cluster that no longer answers fails the run instead. A slow
+    micro-batch on a healthy cluster is never cut short: the question is answered.
+    """
+    with admin_client(spark, connection, "groupscope-capture-watch") as admin:
+        while not query.awaitTermination(connection.timeout_s):
+            try:
+                describe_partitions(spark, connection, admin, [topic])
+            except KafkaUnavailable as error:
+                raise CaptureFailed(
+                    connection.redact(f"capture stopped, checkpoint kept at the last batch: {error}")
+                ) from None
+
+
+def _stop(spark: SparkSession, query, timeout_s: float) -> None:
+    """Stops the query, waiting at most a few timeouts for a stream thread stuck in a request: a stop
+    left waiting on such a thread would hang the run it should end."""
+    if not query.isActive:
+        return
+    previous = spark.conf.get(STOP_TIMEOUT, None)
+    spark.conf.set(STOP_TIMEOUT, str(int(3 * timeout_s * 1000)))
+    try:
+        query.stop()
+    except Exception as error:  # the run already fails, with the reason that matters
+        print(f"capture: the streaming query did not stop cleanly ({type(error).__name__})", file=sys.stderr)
+    finally:
+        if previous is None:
+            spark.conf.unset(STOP_TIMEOUT)
+        else:
+            spark.conf.set(STOP_TIMEOUT, previous)
+
+
 def _stream_error(connection: KafkaConnection, error: StreamingQueryException) -> CaptureFailed:
     detail = getattr(error, "desc", None) or str(error)
     lines = [line.strip() for line in detail.splitlines() if line.strip()]
@@ -360,12 +396,11 @@ def capture(spark: SparkSession, config: Config, run: JobRun) -> int:
     options = kafka_source_options(connection, settings, partitions)
     query = _start_stream(spark, options, settings.checkpoint_dir, write_batch)
     try:
-        query.awaitTermination()
+        _await_while_reachable(spark, connection, query, settings.topic)
     except StreamingQueryException as error:
         raise _stream_error(connection, error) from None
     finally:
-        if query.isActive:
-            query.stop()
+        _stop(spark, query, connection.timeout_s)
         probe.close()
     captured = (
         spark.table(table).where((F.col("cluster") == F.lit(config.cluster)) & (F.col("capture_run_id") == run.run_id))

@@ -7,9 +7,10 @@ the SASL listener gives the same records with the secret from the environment, a
 clearly (through spark-submit.sh, exit code 1, no secret in any output) without moving the checkpoint;
 missing offsets are classified exactly as Kafka's DumpLogSegments shows the log (removed by the cleaner,
 transaction markers, aborted records); a stopped broker fails the run within the timeout and the run
-after it catches up with nothing lost or doubled; end-offset snapshots equal the broker's.
+after it catches up with nothing lost or doubled, and so does one stopped between two micro-batches
+of a capture; end-offset snapshots equal the broker's.
 
-Tests run in file order on the shared broker (the outage test, which restarts it, comes last). Each test
+Tests run in file order on the shared broker (the outage tests, which restart it, come last). Each test
 captures under its own cluster name, so each has its own checkpoint and its own rows.
 """
 
@@ -19,6 +20,7 @@ import json
 import os
 import secrets
 import subprocess
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +31,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from pyspark.sql import Window
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQueryListener
 
 from jobs.capture import capture, capture_settings
 from jobs.decode import decode
@@ -52,6 +55,7 @@ JAAS_VARIABLE = "GROUPSCOPE_TEST_KAFKA_JAAS"
 TIMEOUT_S = 10
 SASL_OPTIONS = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
 CLEANING_DEADLINE_S = 60
+MIDWAY_COMMITS = 12
 
 
 @pytest.fixture(scope="module")
@@ -447,5 +451,60 @@ def test_broker_down_fails_fast_keeps_the_checkpoint_and_the_next_run_catches_up
     caught_up = run_capture(spark, config)
     assert caught_up.exit_code == 0
     assert caught_up.counts["captured"] == ends_after - ends_before >= 4
+    ids = [row["record_id"] for row in cluster_table(spark, config, "raw_records").select("record_id").collect()]
+    assert len(ids) == len(set(ids))
+
+
+class _BatchWritten(StreamingQueryListener):
+    """Sets `written` once a micro-batch with records has been written and its checkpoint committed."""
+
+    def __init__(self) -> None:
+        self.written = threading.Event()
+
+    def onQueryStarted(self, event) -> None:  # Spark's listener interface names these
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        if event.progress.numInputRows > 0:
+            self.written.set()
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+
+def test_broker_stopped_in_the_middle_of_a_capture_fails_it_and_the_next_run_completes_it(kafka, spark, spark_config):
+    lab, _ = kafka
+    broker = lab.broker
+    config = capture_config(spark_config, "lab-midway", broker.bootstrap_servers)
+    assert run_capture(spark, config).exit_code == 0
+    ends_before = sum(offsets_topic_ends(broker).values())
+    for offset in range(MIDWAY_COMMITS):
+        commit(lab, "capture-midway", TOPIC, offset)
+    # One record per micro-batch: the capture is still going when the broker stops after the first.
+    batched = replace(config, sections=MappingProxyType({**config.sections, "capture": {
+        **config.section("capture"), "max_offsets_per_trigger": 1}}))  # fmt: skip
+    listener, outcome = _BatchWritten(), {}
+    spark.streams.addListener(listener)
+    capturing = threading.Thread(target=lambda: outcome.update(run=run_capture(spark, batched)))
+    capturing.start()
+    try:
+        assert listener.written.wait(timeout=300), "no micro-batch was written"
+        broker.stop()
+        capturing.join(timeout=600)
+    finally:
+        spark.streams.removeListener(listener)
+    failed = outcome["run"]
+    assert failed.exit_code == 1
+    assert "capture stopped, checkpoint kept at the last batch" in job_message(spark, config, failed)
+    partial = cluster_table(spark, config, "raw_records").where(F.col("capture_run_id") == failed.run_id).count()
+    assert 0 < partial < MIDWAY_COMMITS, "the broker must stop between the first and the last micro-batch"
+
+    broker.restart()
+    caught_up = run_capture(spark, config)
+    assert caught_up.exit_code == 0
+    assert partial + caught_up.counts["captured"] == sum(offsets_topic_ends(broker).values()) - ends_before
     ids = [row["record_id"] for row in cluster_table(spark, config, "raw_records").select("record_id").collect()]
     assert len(ids) == len(set(ids))
