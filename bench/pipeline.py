@@ -62,9 +62,22 @@ def run_nightly(data: Path, work: Path, source: str) -> dict:
             code = process.wait()
         tree.close()
     log = log_path.read_text()
+    result = {"phase": phase, "stages": stage_seconds(log, phase.seconds), "exit_code": code}
     if code != 0:
-        fail(f"the nightly run failed ({code}):\n{log[-5000:]}")
-    return {"phase": phase, "stages": stage_seconds(log, phase.seconds), "summary": _summary(log)}
+        result["failure"] = _failure(log, code)
+    else:
+        result["summary"] = _summary(log)
+    return result
+
+
+def _failure(log: str, code: int) -> str:
+    """How far a failed run got (its progress lines) and why it stopped (the first exception lines)."""
+    lines = log.splitlines()
+    progress = [line for line in lines if _PROGRESS.match(line)]
+    causes = [line.strip() for line in lines if re.search(r"(Error|Exception)(:|$)", line) and "\tat " not in line]
+    unique_causes = list(dict.fromkeys(causes))[:8]
+    return "\n".join([f"the nightly run failed (exit code {code}); its progress:", *progress,
+                      "first errors:", *unique_causes])  # fmt: skip
 
 
 def _summary(log: str) -> str:
@@ -83,16 +96,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         ((json.loads((path / "manifest.json").read_text())["records"], path.resolve()) for path in args.data),
     )
     print_block("machine", machine_report())
-    results = []
+    results, failed = [], False
     for records, data in datasets:
         work = Path(tempfile.mkdtemp(prefix="groupscope-bench-", dir=args.work))
         try:
             result = run_nightly(data, work, args.input)
         finally:
+            if (work / "nightly.log").is_file():  # kept beside the scratch directory, for a failed run above all
+                shutil.copyfile(work / "nightly.log", work.parent / f"{work.name}-nightly.log")
             shutil.rmtree(work, ignore_errors=True)
         phase = result["phase"]
+        outcome = "succeeded" if result["exit_code"] == 0 else f"FAILED (exit code {result['exit_code']})"
         rows = {
             "input": f"{args.input} of {data}",
+            "outcome": outcome,
+            "log": str(work.parent / f"{work.name}-nightly.log"),
             "total": f"{phase.seconds:,.1f} s wall ({records / phase.seconds:,.0f} records/s)",
             "cpu": f"{phase.cpu_seconds:,.1f} s",
             **{f"  {stage}": f"{seconds:,.1f} s" for stage, seconds in result["stages"].items()},
@@ -101,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load average at the end": machine_report()["load average (1, 5, 15 min)"],
         }
         print_block(f"nightly, {records:,} records", rows)
+        if result["exit_code"] != 0:
+            print(result["failure"], flush=True)
+            failed = True
+            continue  # the other sizes still run; a failed size has no place in the scaling ratio
         print(result["summary"], flush=True)
         results.append((records, phase.seconds))
     for (small, small_seconds), (large, large_seconds) in itertools.pairwise(results):
@@ -110,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"scaling {small:,} -> {large:,} records",
             {"records": f"x{growth:.1f}", "time": f"x{slowdown:.1f}", "goal (time <= 1.2 x records)": verdict},
         )
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
