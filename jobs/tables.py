@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 
 from delta.tables import DeltaTable
@@ -9,12 +11,42 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+# A committed Delta version: a commit file or a checkpoint (temporary files start with a dot).
+_DELTA_VERSION_FILE = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[\w-]+)?\.parquet)|_last_checkpoint")
+
 
 def ensure_table(spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()) -> None:
     builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
+    if not spark.catalog.tableExists(name) and (committed := _committed_location(spark, name)):
+        builder = builder.location(committed)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
     builder.execute()
+
+
+def _committed_location(spark: SparkSession, name: str) -> str | None:
+    """What a run killed while creating the table left at its location, made usable.
+
+    Killed before Delta's first commit: files and an empty `_delta_log`, which Delta refuses to create
+    a table over; they hold nothing committed and are removed. Killed after it but before the
+    metastore entry (or a metastore lost while the warehouse survived): a committed table, whose
+    location is returned so that it is registered as it is; committed data is never removed.
+    """
+    database, table = name.split(".", 1)
+    jvm = spark.sparkContext._jvm
+    location = jvm.org.apache.hadoop.fs.Path(f"{spark.catalog.getDatabase(database).locationUri}/{table}")
+    fs = location.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(location):
+        return None
+    log = jvm.org.apache.hadoop.fs.Path(location, "_delta_log")
+    if fs.exists(log) and any(
+        _DELTA_VERSION_FILE.fullmatch(status.getPath().getName()) for status in fs.listStatus(log)
+    ):
+        print(f"{name}: registering the committed table found at {location}", file=sys.stderr, flush=True)
+        return location.toString()
+    print(f"{name}: removing the uncommitted files a killed run left at {location}", file=sys.stderr, flush=True)
+    fs.delete(location, True)
+    return None
 
 
 def merge_new_rows(spark: SparkSession, name: str, rows: DataFrame, key_columns: Sequence[str]) -> None:

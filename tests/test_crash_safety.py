@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import random
 import subprocess
+from pathlib import Path
 
+from pyspark.sql import Row
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from jobs.tables import ensure_table
 from tests.conftest import nightly_command
 from tests.delta_compare import differing_tables
 from tests.kill import progress_lines, run_until_progress_line
@@ -34,3 +39,26 @@ def test_a_run_killed_at_a_random_point_then_run_again_leaves_the_uninterrupted_
     rerun = subprocess.run(nightly_command(warehouse), capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, f"{context}; the rerun failed: {rerun.stdout[-3000:]}"
     assert differing_tables(spark, contended_nightly.warehouse, warehouse, DATABASE) == [], context
+
+
+def test_a_table_whose_creation_was_killed_is_created_again(spark, spark_config):
+    # What a kill during the first write leaves: files and an empty _delta_log, no committed version,
+    # no table in the catalog. Delta refuses to create a table over such a location by itself.
+    name = spark_config.table("killed_during_creation")
+    location = Path(spark.catalog.getDatabase(spark_config.database).locationUri.removeprefix("file:"))
+    debris = location / "killed_during_creation"
+    (debris / "_delta_log").mkdir(parents=True)
+    (debris / "_delta_log" / ".00000000000000000000.json.b1946ac9.tmp").write_text("{}")
+    (debris / "cluster=sample").mkdir()
+    (debris / "cluster=sample" / "part-00000.snappy.parquet").write_bytes(b"PAR1")
+    schema = StructType([StructField("cluster", StringType()), StructField("value", LongType())])
+
+    ensure_table(spark, name, schema, partition_by=("cluster",))
+    assert spark.table(name).count() == 0
+    # What a kill between Delta's first commit and the metastore entry leaves: a committed table at the
+    # location, unknown to the catalog. It is never cleared: the table is registered over it.
+    committed = spark_config.table("killed_before_registration")
+    rows = spark.createDataFrame([("sample", 1)], schema)
+    rows.write.format("delta").partitionBy("cluster").save(str(location / "killed_before_registration"))
+    ensure_table(spark, committed, schema, partition_by=("cluster",))
+    assert spark.table(committed).collect() == [Row(cluster="sample", value=1)]
