@@ -111,7 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "input": f"{args.input} of {data}",
             "outcome": outcome,
             "log": str(work.parent / f"{work.name}-nightly.log"),
-            "total": f"{phase.seconds:,.1f} s wall ({records / phase.seconds:,.0f} records/s)",
+            # A failed run did not process the records: no rate for it.
+            "total": f"{phase.seconds:,.1f} s wall"
+            + (f" ({records / phase.seconds:,.0f} records/s)" if result["exit_code"] == 0 else " (until it failed)"),
             "cpu": f"{phase.cpu_seconds:,.1f} s",
             **{f"  {stage}": f"{seconds:,.1f} s" for stage, seconds in result["stages"].items()},
             **{f"peak RSS, {kind}": mib(size) for kind, size in sorted(phase.peak_rss.items())},
