@@ -3,7 +3,8 @@
 The lock is a file created with overwrite disabled through Hadoop's FileSystem, which is atomic on
 local disks and HDFS (and on S3A with conditional writes), so it guards runs on different machines
 too. A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
-provably dead (same host, process gone) or older than the configured maximum age.
+provably dead (same host, process gone), older than the configured maximum age, or never written (a
+run killed between creating the file and writing it: empty past a minute).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from pyspark.sql import SparkSession
 from jobs.config import Config
 
 DEFAULT_MAX_AGE_MINUTES = 12 * 60
+# A lock file is written within milliseconds of its creation; one still empty or unreadable after this
+# long was left by a run killed between the two, and is taken over.
+TORN_LOCK_GRACE = timedelta(seconds=60)
+TORN_LOCK_RUN_ID = "(starting)"
 
 
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
@@ -51,7 +56,7 @@ class Holder:
         return f"{self.job} run {self.run_id} (host {self.host}, pid {self.pid}, started {started})"
 
     def is_dead(self, now: datetime, max_age: timedelta, this_host: str) -> bool:
-        if now - self.started_at > max_age:
+        if now - self.started_at > (TORN_LOCK_GRACE if self.run_id == TORN_LOCK_RUN_ID else max_age):
             return True
         if self.host != this_host:  # includes a lock still being written: its host is not known yet
             return False
@@ -153,4 +158,4 @@ class RunLock:
             )
         except (ValueError, KeyError):
             modified = datetime.fromtimestamp(status.getModificationTime() / 1000, UTC)
-            return Holder("(starting)", "unknown", "unknown", -1, modified)
+            return Holder(TORN_LOCK_RUN_ID, "unknown", "unknown", -1, modified)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,39 +53,15 @@ def lab(spark):
     return build_lab_tables(spark, all_captures())
 
 
-@dataclass
-class NightlyProcess:
-    returncode: int
-    output: str  # stdout and stderr: under spark-submit the Python driver's stderr reaches the JVM's stdout
-
-
-@dataclass
-class ContendedNightly:
-    warehouse: Path
-    runs: list[NightlyProcess]
-
-    @property
-    def winner(self) -> NightlyProcess:
-        return next(run for run in self.runs if run.returncode == 0)
-
-
-def nightly_command(warehouse: Path) -> list[str]:
-    """The quick start's nightly (the sample and its end offsets) into a warehouse of its own."""
-    return [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--warehouse", str(warehouse)]
-
-
 @pytest.fixture(scope="session")
-def contended_nightly(tmp_path_factory) -> ContendedNightly:
-    """Two `spark-submit.sh nightly` processes started together on one warehouse. The lock tests check
-    that one ran and one was refused; the crash test compares its tables with the winner's."""
-    workdir = tmp_path_factory.mktemp("contended")
-    logs = [workdir / f"nightly-{index}.log" for index in range(2)]
-    processes = []
-    for log in logs:
-        with open(log, "w") as output:
-            command = nightly_command(workdir / "warehouse")
-            processes.append(subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT))
-    runs = [
-        NightlyProcess(process.wait(timeout=900), log.read_text()) for process, log in zip(processes, logs, strict=True)
-    ]
-    return ContendedNightly(workdir / "warehouse", runs)
+def local_nightly(tmp_path_factory):
+    """`spark-submit.sh nightly` of the quickstart capture, and a rival started with it on the same
+    warehouse (one must be refused): run once per session, in the background, for the standalone,
+    Thrift server, lock and crash tests."""
+    # Imported here: the machinery lives with the standalone cluster test, which imports this module.
+    from tests.test_standalone_cluster import local_nightly_run
+
+    run = local_nightly_run(tmp_path_factory)
+    yield run
+    run.process.stop()
+    run.rival.stop()

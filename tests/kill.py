@@ -18,11 +18,13 @@ def progress_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if _PROGRESS.match(line)]
 
 
-def run_until_progress_line(command: list[str], log: Path, count: int, then_seconds: float = 0.0) -> str:
+def run_until_progress_line(
+    command: list[str], log: Path, count: int, then_seconds: float = 0.0, env: dict[str, str] | None = None
+) -> str:
     """Runs `command` until its log holds `count` progress lines and `then_seconds` more have passed (a
     moment inside the next step), then SIGKILLs its process group. Returns the last progress line."""
     with open(log, "w") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     while process.poll() is None and len(progress_lines(log.read_text())) < count:
         time.sleep(_POLL_SECONDS)  # polling the log for the line; the line, not the time, decides
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from jobs.locks import EXIT_BUSY
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import delta_tables, table_rows
 
@@ -90,10 +91,22 @@ class Process:
 class NightlyRun:
     process: Process
     warehouse: Path
+    # A second run started with it on the same warehouse (the local run only): one of the two must run
+    # and the other be refused (tests/test_locks.py), so whichever won holds the tables.
+    rival: Process | None = None
 
     def wait(self) -> Path:
-        self.process.wait(NIGHTLY_TIMEOUT_SECONDS)
+        if self.rival is None:
+            self.process.wait(NIGHTLY_TIMEOUT_SECONDS)
+            return self.warehouse
+        codes = sorted(process.popen.wait(NIGHTLY_TIMEOUT_SECONDS) for process in (self.process, self.rival))
+        assert codes == [0, EXIT_BUSY], f"exit codes {codes}:\n{self.process.log_tail()}\n{self.rival.log_tail()}"
         return self.warehouse
+
+    def outputs(self) -> dict[int, str]:
+        """Each process's output by its exit code, once both have ended."""
+        self.wait()
+        return {process.popen.returncode: process.log.read_text() for process in (self.process, self.rival)}
 
 
 def wait_until(condition: Callable[[], bool], what: str, process: Process) -> None:
@@ -126,19 +139,18 @@ def spark_environment(workdir: Path) -> dict[str, str]:
     return environment
 
 
-def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
+def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
     """`./spark-submit.sh [--master URL] nightly` on the capture into a warehouse of its own in `workdir`."""
     environment_file = workdir / "test.toml"
     environment_file.write_text(TEST_ENVIRONMENT)
-    warehouse = workdir / "warehouse"
-    command = [
+    return [
         str(REPO_ROOT / "spark-submit.sh"),
         *(["--master", master] if master else []),
         "nightly",
         "--conf",
         str(environment_file),
         "--warehouse",
-        str(warehouse),
+        str(workdir / "warehouse"),
         "--database",
         DATABASE,
         "--cluster",
@@ -146,26 +158,30 @@ def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
         "--segments",
         str(CAPTURE / "segments"),
     ]
+
+
+def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
     name = f"nightly on {master or 'the local master'}"
-    return NightlyRun(Process.start(name, command, workdir / "nightly.log", spark_environment(workdir)), warehouse)
+    command = nightly_command(workdir, master)
+    return NightlyRun(
+        Process.start(name, command, workdir / "nightly.log", spark_environment(workdir)), workdir / "warehouse"
+    )
 
 
 _local_runs: dict[str, NightlyRun] = {}
 
 
 def local_nightly_run(tmp_path_factory) -> NightlyRun:
-    """The nightly run with the local master, started once per test session: this module compares with
-    it, and the Thrift server test serves its warehouse (a run costs minutes on a small machine)."""
+    """The nightly run with the local master, started once per test session together with a rival on
+    the same warehouse: this module, the Thrift server, lock and crash tests all use it (a run costs
+    minutes on a small machine)."""
     if CLUSTER not in _local_runs:
-        _local_runs[CLUSTER] = start_nightly(tmp_path_factory.mktemp("local-nightly"), master=None)
+        workdir = tmp_path_factory.mktemp("local-nightly")
+        run = start_nightly(workdir, master=None)
+        command, environment = nightly_command(workdir), spark_environment(workdir)
+        run.rival = Process.start("rival nightly", command, workdir / "rival.log", environment)
+        _local_runs[CLUSTER] = run
     return _local_runs[CLUSTER]
-
-
-@pytest.fixture(scope="session")
-def local_nightly(tmp_path_factory) -> Iterator[NightlyRun]:
-    run = local_nightly_run(tmp_path_factory)
-    yield run
-    run.process.stop()
 
 
 def master_state(ui_port: int) -> dict | None:

@@ -1,8 +1,8 @@
 """The Spark Thrift JDBC server (scripts/thriftserver.sh) serves the views of a nightly run to `beeline`.
 
 The warehouse is the local nightly run of the quickstart capture (shared with the standalone cluster
-test); `./spark-submit.sh views` adds the views, then the server opens the same warehouse and embedded
-metastore on a free loopback port, and Hive's own JDBC client, `beeline` from the pyspark installation,
+test), whose last stage created the views; the server opens the same warehouse and embedded metastore
+on a free loopback port, and Hive's own JDBC client, `beeline` from the pyspark installation,
 asks it when each group rebalanced. The answer must be the scenario's own account of its rebalances.
 """
 
@@ -13,33 +13,20 @@ import json
 import socket
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterator
-
-import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.test_standalone_cluster import (
     CAPTURE,
     DATABASE,
     LOOPBACK,
-    NightlyRun,
     Process,
     free_port,
-    local_nightly_run,
     spark_environment,
     wait_until,
 )
 
 BEELINE_TIMEOUT_SECONDS = 300
-VIEWS_TIMEOUT_SECONDS = 600
 TIMELINE_COLUMNS = ("group_id", "generation", "member_count_after")
-
-
-@pytest.fixture(scope="session")
-def local_nightly(tmp_path_factory) -> Iterator[NightlyRun]:
-    run = local_nightly_run(tmp_path_factory)
-    yield run
-    run.process.stop()
 
 
 def accepts_connections(port: int) -> bool:
@@ -49,9 +36,7 @@ def accepts_connections(port: int) -> bool:
 
 def test_beeline_reads_the_rebalance_timeline_from_the_thrift_server(local_nightly, tmp_path):
     warehouse = local_nightly.wait()
-    environment = spark_environment(tmp_path)
-    views = [str(REPO_ROOT / "spark-submit.sh"), "views", "--warehouse", str(warehouse), "--database", DATABASE]
-    Process.start("views", views, tmp_path / "views.log", environment).wait(VIEWS_TIMEOUT_SECONDS)
+    environment = spark_environment(tmp_path)  # the nightly run created the views
 
     port = free_port()
     server_command = [
