@@ -65,3 +65,18 @@ def local_nightly(tmp_path_factory):
     yield run
     run.process.stop()
     run.rival.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _local_nightly_started_with_the_session(request, tmp_path_factory):
+    """The local nightly run takes minutes and the first test needing it would wait for all of them:
+    started with the session (when a collected test needs it), it runs while the other tests do."""
+    if not any("local_nightly" in item.fixturenames for item in request.session.items):
+        yield
+        return
+    from tests.test_standalone_cluster import local_nightly_run
+
+    run = local_nightly_run(tmp_path_factory)
+    yield
+    run.process.stop()  # also when the tests that needed it were never reached (-x)
+    run.rival.stop()
