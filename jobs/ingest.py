@@ -13,34 +13,21 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config, parse_config
 from jobs.runs import JobRun
-from jobs.segment_files import discover_partitions
+from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
 from jobs.session import build_session
 from jobs.tables import ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
-from transforms.bronze import raw_records_from_landed, read_segment_files
+from transforms.bronze import raw_records_from_landed, read_partition_directories
 from transforms.record_batches import partition_from_path
 
 RAW_RECORDS = "raw_records"
 
 
-def _segment_file_paths(paths: Sequence[str]) -> list[str]:
-    """Local paths are searched here (preferring __consumer_offsets-N directories); URIs as given."""
-    local = [path for path in paths if "://" not in path]
-    remote = [path for path in paths if "://" in path]
-    return [file for files in discover_partitions(local) for file in files] + remote
-
-
 def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
     frames = []
-    segment_files = _segment_file_paths(config.segment_paths)
-    if segment_files:
-        segments = (
-            spark.read.format("binaryFile")
-            .option("recursiveFileLookup", "true")
-            .option("pathGlobFilter", "*.log")
-            .load(segment_files)
-        )
-        frames.append(read_segment_files(segments, config.cluster, run_id))
+    partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
+    if partitions:
+        frames.append(read_partition_directories(spark, partitions, read_partition_files, config.cluster, run_id))
     for path in config.raw_table_paths:
         is_json = config.raw_table_format == "json"
         landed = spark.read.format(config.raw_table_format).load(path)
@@ -57,9 +44,9 @@ def inputs_may_repeat_records(config: Config) -> bool:
     """Whether this run's inputs can hold one record twice: a backup beside the live log (two directories
     of one `__consumer_offsets` partition), a landed raw table (at-least-once landing), or paths we cannot
     list. Within one partition directory a record is read once, so segments alone usually cannot."""
-    if config.raw_table_paths or any("://" in path for path in config.segment_paths):
+    if config.raw_table_paths or any(is_uri(path) for path in config.segment_paths):
         return True
-    directories = {str(Path(file).resolve().parent) for file in _segment_file_paths(config.segment_paths)}
+    directories = {str(Path(files[0]).resolve().parent) for files in discover_partitions(config.segment_paths)}
     partitions = [partition_from_path(directory) for directory in directories]
     known = [partition for partition in partitions if partition is not None]
     return len(known) != len(set(known))

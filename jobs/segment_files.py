@@ -1,13 +1,58 @@
-"""Finding and reading segment files on disk, for the jobs (the log format itself is in transforms)."""
+"""Finding and reading segment files, for the jobs (the log format itself is in transforms).
+
+Local paths are read directly; a URI (`file://`, `s3://`, `gs://`, `hdfs://`, `abfs://`) through
+pyarrow's filesystems, which take their credentials from the environment (e.g. the AWS default chain),
+never from the job's configuration.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from transforms.record_batches import LogRecord, read_partition_segments
+from pyarrow import fs
+
+from transforms.record_batches import LogRecord, partition_from_path, read_partition
 
 PARTITION_DIRECTORY_GLOB = "__consumer_offsets-*"
+
+
+def is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def _local_files(path: Path) -> list[str]:
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or directory: {path}")
+    if path.is_file():
+        return [str(path)]
+    partition_dirs = sorted(path.rglob(PARTITION_DIRECTORY_GLOB))
+    roots = [directory for directory in partition_dirs if directory.is_dir()] or [path]
+    return [str(file) for root in roots for file in sorted(root.rglob("*.log"))]
+
+
+def _filesystem(uri: str) -> tuple[fs.FileSystem, str]:
+    """pyarrow's filesystem for a URI; Hadoop's s3a:// and s3n:// names are S3's."""
+    scheme, rest = uri.split("://", 1)
+    return fs.FileSystem.from_uri(("s3" if scheme in ("s3a", "s3n") else scheme) + "://" + rest)
+
+
+def _uri_files(uri: str) -> list[str]:
+    filesystem, base = _filesystem(uri)
+    info = filesystem.get_file_info(base)
+    if info.type == fs.FileType.NotFound:
+        raise FileNotFoundError(f"no such file or directory: {uri}")
+    # What precedes the filesystem's own path (scheme://, and host:port for HDFS) is kept on every
+    # listed file, so that each task can reopen it from the URI alone.
+    prefix = uri[: uri.rfind(base)] if base and base in uri else uri.split("://", 1)[0] + "://"
+    if info.type == fs.FileType.File:
+        return [uri]
+    found = filesystem.get_file_info(fs.FileSelector(base, recursive=True))
+    logs = [entry.path for entry in found if entry.type == fs.FileType.File and entry.path.endswith(".log")]
+    # Only the __consumer_offsets-N directories, if there are any (other topics' logs may sit beside them).
+    in_partitions = [log for log in logs if partition_from_path(str(PurePosixPath(log).parent)) is not None]
+    return [prefix + log for log in sorted(in_partitions or logs)]
 
 
 def discover_partitions(paths: Sequence[str]) -> list[list[str]]:
@@ -17,20 +62,32 @@ def discover_partitions(paths: Sequence[str]) -> list[list[str]]:
     if it holds none, every *.log beneath it is taken. Files named explicitly are always taken.
     """
     by_directory: dict[str, list[str]] = {}
-    for path in map(Path, paths):
-        if not path.exists():
-            raise FileNotFoundError(f"no such file or directory: {path}")
-        if path.is_file():
-            files = [path]
-        else:
-            partition_dirs = sorted(path.rglob(PARTITION_DIRECTORY_GLOB))
-            roots = [directory for directory in partition_dirs if directory.is_dir()] or [path]
-            files = [file for root in roots for file in sorted(root.rglob("*.log"))]
+    for path in paths:
+        files = _uri_files(path) if is_uri(path) else _local_files(Path(path))
         for file in files:
-            by_directory.setdefault(str(file.parent), []).append(str(file))
+            by_directory.setdefault(file.rsplit("/", 1)[0], []).append(file)
     return [sorted(set(files)) for _, files in sorted(by_directory.items())]
+
+
+def as_source_file(path: str) -> str:
+    """How raw_records names a segment file: a local one as `file:/absolute/path`, the form the
+    binaryFile reader of earlier versions stored, so that record ids of unreadable bytes stay stable."""
+    return path if is_uri(path) else "file:" + os.path.abspath(path)
+
+
+def read_file_bytes(path: str) -> bytes:
+    if not is_uri(path):
+        return Path(path.removeprefix("file:")).read_bytes()
+    filesystem, inner = _filesystem(path)
+    with filesystem.open_input_stream(inner) as stream:
+        return stream.read()
+
+
+def read_partition_files(files: Sequence[str]) -> Iterator[LogRecord]:
+    """The records of ONE partition's segment files, one file in memory at a time."""
+    return read_partition(files, read_bytes=read_file_bytes)
 
 
 def read_paths(paths: Sequence[str]) -> Iterator[LogRecord]:
     for files in discover_partitions(paths):
-        yield from read_partition_segments((file, Path(file).read_bytes()) for file in files)
+        yield from read_partition_files(files)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import struct
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -20,11 +21,15 @@ from pyspark.sql import functions as F
 from jobs.decode import decode
 from jobs.ingest import ingest, inputs_may_repeat_records
 from jobs.runs import JobRun
-from tests.conftest import PUBLIC_FIXTURES
+from jobs.segment_files import as_source_file, discover_partitions, read_partition_files
+from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
+from transforms.bronze import arrow_batches, read_partition_directories
+from transforms.record_batches import read_paths
 
 DANIEL = PUBLIC_FIXTURES / "DanielMorales9__kafkafun" / "677fd1af" / "data" / "kafka"
 MSCALDAS = PUBLIC_FIXTURES / "mscaldas2012__kafka-connect-spooldir" / "369b2776" / "kafka-data"
+QUICKSTART = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart" / "segments"
 KONSUMER = PUBLIC_FIXTURES / "kafkesc__konsumer_offsets" / "52fcd348" / "fixtures" / "tests"
 
 
@@ -217,3 +222,43 @@ def test_only_inputs_that_can_hold_copies_are_searched_for_them(spark_config, tm
     assert inputs_may_repeat_records(replace(one_log, segment_paths=(str(tmp_path / "logs"), str(tmp_path / "copy"))))
     assert inputs_may_repeat_records(replace(one_log, raw_table_paths=(str(tmp_path / "landed"),)))
     assert inputs_may_repeat_records(replace(one_log, segment_paths=("s3a://bucket/logs",)))
+
+
+def split_after_first_transactional_batch(logs: Path, into: Path) -> Path:
+    """A real partition, cut into two segments between a transactional batch and its marker."""
+    first = next(record for record in read_paths([logs]) if record.is_transactional)
+    data = Path(first.source_file).read_bytes()
+    (batch_length,) = struct.unpack_from(">i", data, first.batch_position + 8)
+    cut = first.batch_position + 12 + batch_length
+    directory = into / Path(first.source_file).parent.name
+    directory.mkdir(parents=True)
+    (directory / f"{0:020d}.log").write_bytes(data[:cut])
+    (directory / f"{first.offset + 1:020d}.log").write_bytes(data[cut:])
+    return directory
+
+
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file URI"])
+def test_segments_stream_out_in_small_batches_with_every_record_as_the_reader_gives_it(spark, tmp_path, as_uri):
+    """Tiny batches cut through a transaction that spans two segments; nothing may change for that."""
+    directory = split_after_first_transactional_batch(QUICKSTART, tmp_path)
+    path = directory.as_uri() if as_uri else str(directory)
+    partitions = [[as_source_file(file) for file in files] for files in discover_partitions([path])]
+    assert [len(files) for files in partitions] == [2]
+
+    rows = read_partition_directories(spark, partitions, read_partition_files, "c", "run", records_per_batch=4)
+
+    expected = {
+        f"c/{record.partition}/{record.offset}": (record.key, record.value, record.txn_state)
+        for record in read_paths([directory])
+    }
+    got = {row.record_id: (row.key, row.value, row.txn_state) for row in rows.collect()}
+    assert got == expected and len(got) > 4
+    first = next(record for record in read_paths([directory]) if record.is_transactional)
+    assert got[f"c/{first.partition}/{first.offset}"][2] in ("committed", "aborted"), "its marker is in file 2"
+
+
+def test_a_partition_leaves_its_task_in_batches_no_larger_than_asked():
+    records = list(read_paths([QUICKSTART]))
+    sizes = [batch.num_rows for batch in arrow_batches(iter(records), "c", "run", records_per_batch=16)]
+    assert sum(sizes) == len(records)
+    assert max(sizes) == 16 and len(sizes) == -(-len(records) // 16)

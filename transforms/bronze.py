@@ -8,14 +8,17 @@ value are base64 text.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from schemas.tables import raw_records_schema
-from transforms.record_batches import LogRecord, read_partition_segments
+from transforms.record_batches import LogRecord
 
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"
@@ -96,24 +99,45 @@ def _with_record_at(rows: DataFrame) -> DataFrame:
     )
 
 
-def _partition_rows(segments: pa.Table, cluster: str, capture_run_id: str) -> pa.Table:
+# Records leave a task in Arrow batches of at most this many: with one segment file (up to
+# `offsets.topic.segment.bytes`, 100 MiB by default) it bounds a task's memory, whatever the log's size.
+RECORDS_PER_BATCH = 10_000
+
+
+def arrow_batches(
+    records: Iterator[LogRecord], cluster: str, capture_run_id: str, records_per_batch: int
+) -> Iterator[pa.RecordBatch]:
     arrow_schema = to_arrow_schema(_raw_rows_schema)
-    files = zip(segments.column("path").to_pylist(), segments.column("content").to_pylist(), strict=True)
-    columns = raw_columns(list(read_partition_segments(files)), cluster, capture_run_id)
-    return pa.table([pa.array(columns[field.name], field.type) for field in arrow_schema], schema=arrow_schema)
+    while chunk := list(islice(records, records_per_batch)):
+        columns = raw_columns(chunk, cluster, capture_run_id)
+        yield pa.RecordBatch.from_arrays([pa.array(columns[field.name], field.type) for field in arrow_schema],
+                                         schema=arrow_schema)  # fmt: skip
 
 
-def read_segment_files(segment_files: DataFrame, cluster: str, capture_run_id: str) -> DataFrame:
-    """Segment files (Spark's binaryFile rows: path, content) -> raw_records rows.
+def read_partition_directories(
+    spark: SparkSession,
+    partitions: Sequence[Sequence[str]],
+    read_partition: Callable[[Sequence[str]], Iterator[LogRecord]],
+    cluster: str,
+    capture_run_id: str,
+    records_per_batch: int = RECORDS_PER_BATCH,
+) -> DataFrame:
+    """Segment files, grouped by `__consumer_offsets-N` directory -> raw_records rows.
 
-    Grouped by directory, so each `__consumer_offsets-N` partition is read whole, in order, by one task.
+    One task per directory reads its files itself, in log order (so transaction markers apply across
+    its segments), and streams its records out in bounded batches: file contents never pass through
+    Spark rows or a shuffle, so neither the JVM nor Python holds more than one file and one batch.
     """
-    return _with_record_at(
-        segment_files.select("path", "content")
-        .withColumn("directory", F.regexp_extract("path", r"^(.*)/[^/]+$", 1))
-        .groupBy("directory")
-        .applyInArrow(lambda table: _partition_rows(table, cluster, capture_run_id), _raw_rows_schema)
-    )
+    partitions = [list(files) for files in partitions]
+
+    def read_tasks(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for task_batch in tasks:
+            for task in task_batch.column("id").to_pylist():
+                records = read_partition(partitions[task])
+                yield from arrow_batches(records, cluster, capture_run_id, records_per_batch)
+
+    tasks = spark.range(0, len(partitions), 1, numPartitions=max(len(partitions), 1))
+    return _with_record_at(tasks.mapInArrow(read_tasks, _raw_rows_schema))
 
 
 def _binary(column: str, is_base64: bool) -> Column:

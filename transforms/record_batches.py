@@ -18,7 +18,7 @@ import re
 import struct
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, make_dataclass, replace
 from pathlib import Path
 
@@ -393,17 +393,14 @@ def _segment_order(path: str) -> tuple:
     return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
-def read_partition_segments(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
-    """(path, bytes) of the segments of ONE partition, e.g. Spark binaryFile rows; see `read_partition`."""
-    return _read_ordered(sorted(segments, key=lambda segment: _segment_order(segment[0])))
-
-
-def read_partition(files: Sequence[str | Path]) -> Iterator[LogRecord]:
+def read_partition(
+    files: Sequence[str | Path], read_bytes: Callable[[str], bytes] = lambda path: Path(path).read_bytes()
+) -> Iterator[LogRecord]:
     """The segment files of ONE partition, in base-offset order, transactions resolved across them.
 
     Files are read one at a time; only records waiting on an open transaction are held in memory.
     """
-    return _read_ordered((path, Path(path).read_bytes()) for path in sorted(map(str, files), key=_segment_order))
+    return _read_ordered((path, read_bytes(path)) for path in sorted(map(str, files), key=_segment_order))
 
 
 def _read_ordered(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
