@@ -475,3 +475,11 @@ def test_uvarint_reads_at_a_position_inside_a_larger_buffer():
     assert read_uvarint(buf, 2) == (300, 4)
     with pytest.raises(CorruptRecordError):
         read_uvarint(b"\x80\x80", 0)
+
+
+def test_a_reason_names_its_own_record_type_whatever_was_decoded_before():
+    """Types 0 and 1 share one key layout; the reader of one must not name the other in its errors."""
+    cut_key = string("orders-app") + string("orders") + b"\x00\x00\x00"  # partition one byte short
+    legacy, current = decode_record(b"\x00\x00" + cut_key, None), decode_record(b"\x00\x01" + cut_key, None)
+    assert legacy.error.startswith("legacy_offset_commit key")
+    assert current.error.startswith("offset_commit key")

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.decode import decode
+from jobs.decode import check_nothing_lost, decode
 from jobs.ingest import ingest, inputs_may_repeat_records
-from jobs.runs import JobRun
+from jobs.runs import InvariantViolation, JobRun
 from jobs.segment_files import as_source_file, discover_partitions, read_partition_files
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
@@ -262,3 +262,19 @@ def test_a_partition_leaves_its_task_in_batches_no_larger_than_asked():
     sizes = [batch.num_rows for batch in arrow_batches(iter(records), "c", "run", records_per_batch=16)]
     assert sum(sizes) == len(records)
     assert max(sizes) == 16 and len(sizes) == -(-len(records) // 16)
+
+
+def test_the_check_fails_when_a_record_is_missing_or_landed_twice(spark, spark_config):
+    config = replace(spark_config, cluster="tampered", segment_paths=(str(DANIEL),))
+    run_nightly_steps(spark, config)
+    commits = config.table("offset_commits")
+    first, second = (row.record_id for row in cluster_rows(spark, config, "offset_commits").limit(2).collect())
+
+    # One record in two places and another in none: every count still adds up.
+    spark.sql(f"UPDATE {commits} SET record_id = '{first}' WHERE cluster = 'tampered' AND record_id = '{second}'")
+    with JobRun(spark, config, "decode") as run, pytest.raises(InvariantViolation, match="landed twice"):
+        check_nothing_lost(spark, config, run)
+
+    spark.sql(f"DELETE FROM {commits} WHERE cluster = 'tampered' AND record_id = '{first}'")
+    with JobRun(spark, config, "decode") as run, pytest.raises(InvariantViolation, match="!= decoded"):
+        check_nothing_lost(spark, config, run)

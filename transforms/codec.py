@@ -250,7 +250,7 @@ def _read_tagged_section(
     return pos
 
 
-_compiled: dict[tuple[int, int], Reader] = {}
+_compiled: dict[tuple[int, int | str], Reader] = {}
 
 
 def compile_message(message: Message, version: int) -> Reader:
@@ -264,8 +264,10 @@ def compile_message(message: Message, version: int) -> Reader:
 
 
 def compile_fields(fields: tuple[Field, ...], name: str) -> Reader:
-    """A reader for an unversioned, non-flexible layout (record keys, assignor user data)."""
-    key = (id(fields), -1)
+    """A reader for an unversioned, non-flexible layout (record keys, assignor user data).
+
+    Keyed by name too: record types 0 and 1 share one key layout, and each names its own in errors."""
+    key = (id(fields), name)
     reader = _compiled.get(key)
     if reader is None:
         reader = _compiled[key] = _struct_reader(fields, 0, False, name)

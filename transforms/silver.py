@@ -16,6 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
     IntegerType,
     LongType,
     StringType,
@@ -31,7 +32,12 @@ from transforms.decode_rows import (
     DESTINATION_QUARANTINE,
     decode_raw_row,
 )
-from transforms.offset_commit_columns import IS_COMMON_OFFSET_COMMIT, offset_commit_columns, with_offset_commit_layout
+from transforms.offset_commit_arrays import (
+    COMMON_OFFSET_COMMIT_COLUMNS,
+    COMMON_OFFSET_COMMIT_CONSTANTS,
+    common_offset_commit_mask,
+    decode_common_offset_commits,
+)
 
 _RAW_INPUT_COLUMNS = (
     "cluster",
@@ -114,43 +120,68 @@ def _decoded_columns() -> list[StructField]:
 decoded_schema = StructType(_decoded_columns())
 
 
-def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    arrow_schema = to_arrow_schema(decoded_schema)
+_COMMON_COMMIT_COLUMNS = {*_PASSED_THROUGH, *COMMON_OFFSET_COMMIT_COLUMNS}
+# What the fast path returns: only the columns an offset commit fills; the rest are added in Spark as nulls.
+_common_commits_schema = StructType([field for field in decoded_schema.fields if field.name in _COMMON_COMMIT_COLUMNS])
+
+
+def _decode_common_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each batch of raw rows -> its common offset commits, decoded a whole batch at a time."""
+    schema = to_arrow_schema(_common_commits_schema)
+    for batch in batches:
+        is_common, commits = decode_common_offset_commits(
+            batch.column("key"), batch.column("value"), batch.column("read_error")
+        )
+        kept = batch.filter(pa.array(is_common))
+        columns = {**{name: kept.column(raw) for name, raw in _PASSED_THROUGH.items()}, **commits}
+        yield pa.RecordBatch.from_arrays([columns[name].cast(schema.field(name).type) for name in schema.names],
+                                         schema=schema)  # fmt: skip
+
+
+def _decode_other_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each batch of raw rows (none a common offset commit) -> decoded rows, by the reference decoder."""
+    schema = to_arrow_schema(decoded_schema)
     for batch in batches:
         rows = []
         for raw in batch.to_pylist():
             raw["record_at"] = raw.pop("record_at_ms")
             rows.append(decode_raw_row(raw))
-        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def _common_column(name: str, commits: dict[str, Column]) -> Column:
-    if name in commits:
-        return commits[name]
-    return F.col(_PASSED_THROUGH[name]) if name in _PASSED_THROUGH else F.lit(None)
+@F.arrow_udf(BooleanType())
+def _is_common_offset_commit(key: pa.Array, value: pa.Array, read_error: pa.Array) -> pa.Array:
+    return pa.array(common_offset_commit_mask(key, value, read_error))
 
 
 def decode_raw_records(raw_records: DataFrame, records: str = ALL_RECORDS) -> DataFrame:
     """raw_records -> one decoded row per raw row (see `decoded_schema`), of `records` (ALL_RECORDS, ...).
 
-    Common offset commits are decoded by Spark expressions (transforms.offset_commit_columns), every
-    other record by the reference decoder over Arrow batches.
+    Common offset commits are decoded a batch at a time (transforms.offset_commit_arrays), every other
+    record by the reference decoder, row by row; each over Arrow batches, each in its own pass.
     """
+    if records == ALL_RECORDS:
+        return decode_raw_records(raw_records, COMMON_OFFSET_COMMITS).unionByName(
+            decode_raw_records(raw_records, OTHER_RECORDS)
+        )
     raw_input = raw_records.select(
         *[F.col(name) for name in _RAW_INPUT_COLUMNS if name != "record_at_ms"],
         F.unix_millis("record_at").alias("record_at_ms"),
     )
-    laid_out = with_offset_commit_layout(raw_input)
-    commits = offset_commit_columns()
-    common = laid_out.where(F.col(IS_COMMON_OFFSET_COMMIT)).select(
-        *[_common_column(field.name, commits).cast(field.dataType).alias(field.name) for field in decoded_schema.fields]
-    )
-    others = (
-        laid_out.where(~F.col(IS_COMMON_OFFSET_COMMIT))
-        .select(*raw_input.columns)
-        .mapInArrow(_decode_batches, decoded_schema)
-    )
-    return {ALL_RECORDS: common.unionByName(others), COMMON_OFFSET_COMMITS: common, OTHER_RECORDS: others}[records]
+    if records == OTHER_RECORDS:
+        # Only key, value and read_error cross to Python to find the few others; then only they do, whole.
+        others = raw_input.where(~_is_common_offset_commit("key", "value", "read_error"))
+        return others.mapInArrow(_decode_other_batches, decoded_schema)
+    # Only what a decoded commit keeps crosses to Python: the file path and run id are for quarantine.
+    needed = [name for name in raw_input.columns if name in (*_PASSED_THROUGH.values(), "key", "value", "read_error")]
+    common = raw_input.select(*needed).mapInArrow(_decode_common_batches, _common_commits_schema)
+    return common.select(*[_common_commit_column(field) for field in decoded_schema.fields])
+
+
+def _common_commit_column(field: StructField) -> Column:
+    if field.name in _COMMON_COMMIT_COLUMNS:
+        return F.col(field.name)
+    return F.lit(COMMON_OFFSET_COMMIT_CONSTANTS.get(field.name)).cast(field.dataType).alias(field.name)
 
 
 def _ms_to_timestamp(name: str) -> Column:

@@ -1,7 +1,7 @@
-"""Spark's expressions decode offset commits exactly as the reference decoder does.
+"""The batch decoder (numpy over Arrow) decodes offset commits exactly as the reference decoder does.
 
 The reference is the declarative decoder (schemas/ layouts read by transforms.codec, rows by
-transforms.decode_rows). The silver decoder (common offset commits by Spark expressions, the rest
+transforms.decode_rows). The silver decoder (common offset commits a batch at a time, the rest
 by the reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and
 3.9.2, public fixtures, a generator sample) and over hand-made and damaged offset commits; each
 decoded row must equal the reference decoder's, column for column.
@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import functions as F
 
 from bench.encoding import i16, i32, i64, string, tags, uvarint
 from bench.generate import main as generate
@@ -24,7 +23,7 @@ from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
 from transforms import silver
 from transforms.decode_rows import decode_raw_row
-from transforms.offset_commit_columns import IS_COMMON_OFFSET_COMMIT, with_offset_commit_layout
+from transforms.offset_commit_arrays import decode_common_offset_commits
 
 DECODED_ARROW = silver.to_arrow_schema(silver.decoded_schema)
 KEY = i16(1) + string("orders-app") + string("orders") + i32(7)
@@ -93,8 +92,11 @@ def assert_same_rows(spark, rows: list[dict]) -> None:
     assert not differ, f"{len(differ)} of {len(expected)} rows differ; first: {differ[0]}"
 
 
-def taken_by_expressions(spark, rows: list[dict]) -> int:
-    return with_offset_commit_layout(bronze(spark, rows)).where(F.col(IS_COMMON_OFFSET_COMMIT)).count()
+def taken_by_the_fast_path(rows: list[dict]) -> int:
+    columns = {name: pa.array([row[name] for row in rows], pa.binary()) for name in ("key", "value")}
+    read_error = pa.array([row["read_error"] for row in rows], pa.string())
+    is_common, _ = decode_common_offset_commits(columns["key"], columns["value"], read_error)
+    return int(is_common.sum())
 
 
 def rows_from(paths: list) -> list[dict]:
@@ -118,12 +120,12 @@ def test_every_real_record_decodes_as_the_reference_decodes_it(spark, real_rows)
     assert_same_rows(spark, real_rows)
 
 
-def test_the_expressions_take_the_real_offset_commits(spark, real_rows):
+def test_the_fast_path_takes_the_real_offset_commits(real_rows):
     commits = [row for row in real_rows if row["key"] and row["key"][:2] == b"\x00\x01"]
     assert len(commits) > 5_000
-    assert taken_by_expressions(spark, commits) == len(commits)
+    assert taken_by_the_fast_path(commits) == len(commits)
     others = [row for row in real_rows if row["key"] and row["key"][:2] != b"\x00\x01"]
-    assert taken_by_expressions(spark, others) == 0
+    assert taken_by_the_fast_path(others) == 0
 
 
 def v3(offset=42, epoch=5, metadata=b"", commit=1_700_000_000_000) -> bytes:
@@ -182,7 +184,7 @@ DAMAGED = [
 ]
 
 
-# Of VALID, the expressions leave to the reference decoder the two-byte metadata length, the three
+# Of VALID, the fast path leaves to the reference decoder the two-byte metadata length, the three
 # tag sections and the type-0 key; they take no DAMAGED record.
 TAKEN = {"valid": len(VALID) - 5, "damaged": 0}
 
@@ -190,7 +192,7 @@ TAKEN = {"valid": len(VALID) - 5, "damaged": 0}
 @pytest.mark.parametrize("records", [VALID, DAMAGED], ids=["valid", "damaged"])
 def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(spark, request, records):
     rows = [raw_row(index, key, value) for index, (key, value) in enumerate(records)]
-    assert taken_by_expressions(spark, rows) == TAKEN[request.node.callspec.id]
+    assert taken_by_the_fast_path(rows) == TAKEN[request.node.callspec.id]
     rows.append(raw_row(len(rows), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
     rows.append(raw_row(len(rows), KEY, v3(), txn_state="aborted", producer_id=4000))
     assert_same_rows(spark, rows)
