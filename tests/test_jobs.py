@@ -278,3 +278,15 @@ def test_the_check_fails_when_a_record_is_missing_or_landed_twice(spark, spark_c
     spark.sql(f"DELETE FROM {commits} WHERE cluster = 'tampered' AND record_id = '{first}'")
     with JobRun(spark, config, "decode") as run, pytest.raises(InvariantViolation, match="!= decoded"):
         check_nothing_lost(spark, config, run)
+
+
+def test_each_reading_task_writes_its_own_raw_files(spark, daniel):
+    """Not one task for the whole run (Delta would repartition a MERGE by the cluster column)."""
+    config, _ = daniel
+    assert len(cluster_rows(spark, config, "raw_records").inputFiles()) > 1
+
+
+def test_tables_keep_statistics_for_their_leading_columns_only(spark, daniel):
+    config, _ = daniel
+    properties = spark.sql(f"DESCRIBE DETAIL {config.table('offset_commits')}").first()["properties"]
+    assert properties.get("delta.dataSkippingNumIndexedCols") == "8"

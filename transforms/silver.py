@@ -53,8 +53,8 @@ _RAW_INPUT_COLUMNS = (
     "source_file",
     "capture_run_id",
 )
-# Which records a decoding pass returns: all of them, the offset commits that Spark's expressions
-# decode (nearly all), or the others (the reference decoder's). The decode job runs the last two apart.
+# Which records a decoding pass returns: all of them, the offset commits that the batch decoder
+# decodes (nearly all), or the others (the reference decoder's). The decode job runs the last two apart.
 ALL_RECORDS, COMMON_OFFSET_COMMITS, OTHER_RECORDS = "all", "common offset commits", "other"
 
 
