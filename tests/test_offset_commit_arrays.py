@@ -196,3 +196,9 @@ def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(spark, re
     rows.append(raw_row(len(rows), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
     rows.append(raw_row(len(rows), KEY, v3(), txn_state="aborted", producer_id=4000))
     assert_same_rows(spark, rows)
+
+
+def test_an_empty_batch_decodes_to_no_rows():
+    empty = pa.array([], pa.binary())
+    is_common, columns = decode_common_offset_commits(empty, empty, pa.array([], pa.string()))
+    assert len(is_common) == 0 and all(len(column) == 0 for column in columns.values())

@@ -56,11 +56,14 @@ class _Binaries:
     def of(cls, array: pa.Array) -> _Binaries:
         array = array.cast(pa.binary()) if array.type != pa.binary() else array
         count = len(array)
+        if count == 0:  # an empty array's buffers may be absent or empty
+            empty = np.empty(0, np.int64)
+            return cls(np.zeros(_PADDING, np.uint8), empty, empty, np.empty(0, bool))
         _, offsets_buffer, data_buffer = array.buffers()
         offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=count + 1, offset=array.offset * 4)
         data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, np.uint8)
         # A slice of a larger array shares its buffer: only this slice's bytes are kept.
-        first, end = (int(offsets[0]), int(offsets[-1])) if count else (0, 0)
+        first, end = int(offsets[0]), int(offsets[-1])
         padded = np.concatenate([data[first:end], np.zeros(_PADDING, np.uint8)])
         is_null = array.is_null().to_numpy(zero_copy_only=False)
         return cls(padded, offsets[:-1].astype(np.int64) - first, np.diff(offsets).astype(np.int64), is_null)
