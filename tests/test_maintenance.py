@@ -36,15 +36,21 @@ def cluster_files(spark, config, table):
 def test_maintenance_compacts_vacuums_and_forgets_old_raw_records_of_its_cluster_only(spark, spark_config):
     config = replace(spark_config, cluster="maintenance", segment_paths=tuple(map(str, PARTITIONS)))
     other = replace(spark_config, cluster="maintenance-other", segment_paths=tuple(map(str, PARTITIONS)))
-    # Two ingests, part of the segments then all, leave raw records in two files and so the decoded ones.
+    # Two ingests, part of the segments then all, leave raw records in several files; read in small
+    # splits, as a large run reads them, they leave the decoded tables in several files too.
     with JobRun(spark, config, "ingest") as run:
         ingest(spark, replace(config, segment_paths=tuple(map(str, PARTITIONS[:4]))), run)
     assert run.exit_code == 0
-    for cluster_config, stages in ((config, (ingest, decode)), (other, (ingest,))):
-        with JobRun(spark, cluster_config, "nightly") as run:
-            for stage in stages:
-                stage(spark, cluster_config, run)
-        assert run.exit_code == 0
+    split_bytes = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+    try:
+        for cluster_config, stages in ((config, (ingest, decode)), (other, (ingest,))):
+            with JobRun(spark, cluster_config, "nightly") as run:
+                for stage in stages:
+                    stage(spark, cluster_config, run)
+            assert run.exit_code == 0
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", split_bytes)
     assert len(cluster_files(spark, config, "offset_commits")) >= 2
     decoded = {table: rows(spark, config, table) for table in DECODED_TABLES}
     raw_count = len(rows(spark, config, "raw_records"))
