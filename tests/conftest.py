@@ -57,7 +57,7 @@ def lab(spark):
 def local_nightly(tmp_path_factory):
     """`spark-submit.sh nightly` of the quickstart capture, and a rival started with it on the same
     warehouse (one must be refused): run once per session, in the background, for the standalone,
-    Thrift server, lock and crash tests."""
+    Thrift server, SQL view, lock and crash tests."""
     # Imported here: the machinery lives with the standalone cluster test, which imports this module.
     from tests.test_standalone_cluster import local_nightly_run
 
@@ -80,3 +80,22 @@ def _local_nightly_started_with_the_session(request, tmp_path_factory):
     yield
     run.process.stop()  # also when the tests that needed it were never reached (-x)
     run.rival.stop()
+
+
+@pytest.fixture(scope="session")
+def crash_run(local_nightly, tmp_path_factory):
+    """A nightly run killed part-way and run again (tests/test_crash_safety.py), in the background."""
+    from tests.test_crash_safety import CrashRunInBackground
+
+    run = CrashRunInBackground(local_nightly, tmp_path_factory.mktemp("crash"))
+    yield run
+    run.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _crash_run_started_with_the_session(request):
+    """Started with the session, when a collected test needs it: it begins when the local nightly run
+    ends, and runs while the other tests do."""
+    if any("crash_run" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("crash_run")
+    yield

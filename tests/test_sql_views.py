@@ -1,8 +1,9 @@
 """The SQL views of sql/, over tables the jobs built from a real capture, checked against Kafka and the lab.
 
 The quickstart capture (one real Kafka 4.2.1 broker running the cooperative-sticky, static, lifecycle,
-transactions and KIP-848 scenarios) goes through the jobs' own ingest, decode, history and metrics steps
-into a private database, with the capture's end-offset snapshot as the `end_offsets` table. Each view's
+transactions and KIP-848 scenarios) goes through `spark-submit.sh nightly` with the capture's end-offset
+snapshot (the session's local nightly run, conftest `local_nightly`); its tables are registered in a
+database of the test session's catalog and the views created there. Each view's
 answer is compared with what Kafka's `kafka-consumer-groups` printed at that moment (describe.txt,
 describe-state.txt) or with what the lab's members lived through (scenario.json), never with numbers
 taken from our own output.
@@ -14,24 +15,18 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import replace
-from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.decode import decode
-from jobs.history import END_OFFSETS, history
-from jobs.ingest import ingest
-from jobs.metrics import metrics
-from jobs.runs import JobRun
-from jobs.tables import ensure_table, replace_cluster_rows
+from jobs.tables import sql_string_literal
 from jobs.views import SQL_DIR, VIEWS, create_views, database_identifier, view_statement
-from schemas.gold_tables import end_offsets_schema
 from tests.conftest import REPO_ROOT
+from tests.delta_compare import delta_tables
+from tests.test_standalone_cluster import CAPTURE, CLUSTER
+from tests.test_standalone_cluster import DATABASE as NIGHTLY_DATABASE
 
-CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart"
 DATABASE = "groupscope_views"
-CLUSTER = "quickstart"
 NO_CONSUMER = "-"  # kafka-consumer-groups' CONSUMER-ID for a partition nobody is assigned
 # How the lab's notes (scenario.json 'expected') say why a group rebalanced, in the `cause` vocabulary;
 # the first phrase found wins ("its only member left: Empty" is the group emptying, not a departure).
@@ -50,30 +45,16 @@ HOW_BY_CAUSE = {"member_left_after_timeout": "timeout", "member_left_cleanly": "
 KIP848_DEPARTURE_CAUSES = {*HOW_BY_CAUSE, "member_left"}
 
 
-def end_offset_rows(snapshot: dict) -> list[tuple]:
-    observed_at = datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, UTC)
-    return [
-        (CLUSTER, topic, int(partition), offset, observed_at)
-        for topic, partitions in snapshot["offsets"].items()
-        for partition, offset in partitions.items()
-    ]
-
-
 @pytest.fixture(scope="module")
-def views(spark, spark_config):
-    config = replace(spark_config, database=DATABASE, cluster=CLUSTER, segment_paths=(str(CAPTURE / "segments"),))
+def views(spark, spark_config, local_nightly):
+    """The session's `spark-submit.sh nightly` of the capture (with its end-offset snapshot), its tables
+    registered in a database of this session's catalog, and the views created over them."""
+    tables = delta_tables(local_nightly.wait(), NIGHTLY_DATABASE)
+    config = replace(spark_config, database=DATABASE, cluster=CLUSTER)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {database_identifier(DATABASE)}")
-    end_offsets = spark.createDataFrame(
-        end_offset_rows(json.loads((CAPTURE / "end_offsets.json").read_text())), end_offsets_schema
-    )
-    ensure_table(spark, config.table(END_OFFSETS), end_offsets_schema)
-    replace_cluster_rows(spark, config.table(END_OFFSETS), end_offsets, CLUSTER)
-    with JobRun(spark, config, "nightly") as run:
-        ingest(spark, config, run)
-        decode(spark, config, run)
-        history(spark, config, run)
-        metrics(spark, config, run)
-    assert run.exit_code == 0, "the jobs failed; see the job_runs row"
+    for name, location in tables.items():
+        location_literal = sql_string_literal(str(location))
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {config.table(name)} USING delta LOCATION {location_literal}")
     return config, create_views(spark, config)
 
 
