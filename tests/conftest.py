@@ -11,6 +11,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
 
 
+def _collected_tests_use(request, fixture: str) -> bool:
+    return any(fixture in item.fixturenames for item in request.session.items)
+
+
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
@@ -71,7 +75,7 @@ def local_nightly(tmp_path_factory):
 def _local_nightly_started_with_the_session(request, tmp_path_factory):
     """The local nightly run takes minutes and the first test needing it would wait for all of them:
     started with the session (when a collected test needs it), it runs while the other tests do."""
-    if not any("local_nightly" in item.fixturenames for item in request.session.items):
+    if not _collected_tests_use(request, "local_nightly"):
         yield
         return
     from tests.test_standalone_cluster import local_nightly_run
@@ -96,6 +100,27 @@ def crash_run(local_nightly, tmp_path_factory):
 def _crash_run_started_with_the_session(request):
     """Started with the session, when a collected test needs it: it begins when the local nightly run
     ends, and runs while the other tests do."""
-    if any("crash_run" in item.fixturenames for item in request.session.items):
+    if _collected_tests_use(request, "crash_run"):
         request.getfixturevalue("crash_run")
+    yield
+
+
+@pytest.fixture(scope="session")
+def cluster_nightly(request, local_nightly, tmp_path_factory):
+    """The nightly run on a standalone cluster (tests/test_standalone_cluster.py), in the background,
+    after the local run and the crash run when the session has one (which waits for the local run)."""
+    from tests.test_standalone_cluster import ClusterNightlyInBackground
+
+    after = local_nightly.wait
+    if _collected_tests_use(request, "crash_run"):
+        after = request.getfixturevalue("crash_run").result
+    run = ClusterNightlyInBackground(after, tmp_path_factory.mktemp("standalone"))
+    yield run
+    run.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cluster_nightly_started_with_the_session(request):
+    if _collected_tests_use(request, "cluster_nightly"):
+        request.getfixturevalue("cluster_nightly")
     yield

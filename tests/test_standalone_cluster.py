@@ -4,25 +4,29 @@ The master and the worker are JVMs of their own, started from the pyspark instal
 the worker starts the executor JVM, whose Python workers run the job's code from the zip spark-submit.sh
 ships with --py-files, and read the Delta jars it ships with --jars. A job that works only when the
 driver and the executors share one process fails here. The reference is the same nightly run with the
-local master: every Delta table of the two warehouses must hold the same rows.
+local master: every Delta table of the two warehouses must hold the same rows. The cluster and its run
+take minutes: they start in the background (conftest `_cluster_nightly_started_with_the_session`), after
+the other runs of the session, and the test waits for them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
-import pytest
 
 from jobs.locks import EXIT_BUSY
 from tests.conftest import REPO_ROOT
@@ -207,9 +211,9 @@ class StandaloneCluster:
     ui_port: int
 
 
-@pytest.fixture(scope="module")
-def standalone_cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
-    workdir = tmp_path_factory.mktemp("standalone")
+@contextlib.contextmanager
+def standalone_cluster(workdir: Path) -> Iterator[StandaloneCluster]:
+    """A master and a worker on loopback, stopped on leaving."""
     environment = spark_environment(workdir)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, ui_port = free_port(), free_port()
@@ -231,21 +235,57 @@ def standalone_cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
         master.stop()
 
 
-def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(
-    spark, standalone_cluster, local_nightly, tmp_path
-):
-    on_cluster = start_nightly(tmp_path, master=standalone_cluster.url)
-    try:
-        cluster_warehouse = on_cluster.wait()
-    finally:
-        on_cluster.process.stop()
+@dataclass(frozen=True)
+class ClusterRun:
+    warehouse: Path
+    applications: list[dict]  # the master's completed applications once the run had ended
+
+
+class ClusterNightlyInBackground:
+    """The nightly run on a standalone cluster, in a thread of its own that starts once `after` has
+    returned (runs started together would only slow each other down)."""
+
+    def __init__(self, after: Callable[[], object], workdir: Path) -> None:
+        self._after, self.workdir = after, workdir
+        self._nightly: NightlyRun | None = None
+        self._stopped = threading.Event()
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-run")
+        self._run = executor.submit(self._run_on_a_cluster)
+        executor.shutdown(wait=False)
+
+    def _run_on_a_cluster(self) -> ClusterRun:
+        with contextlib.suppress(Exception):  # what it waited for reports its own failure
+            self._after()
+        cluster_workdir = self.workdir / "cluster"
+        cluster_workdir.mkdir()
+        with standalone_cluster(cluster_workdir) as cluster:
+            if self._stopped.is_set():
+                raise RuntimeError("stopped before the nightly run started")
+            self._nightly = start_nightly(self.workdir, master=cluster.url)
+            try:
+                warehouse = self._nightly.wait()
+            finally:
+                self._nightly.process.stop()
+            return ClusterRun(warehouse, master_state(cluster.ui_port)["completedapps"])
+
+    def result(self) -> ClusterRun:
+        return self._run.result(2 * NIGHTLY_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._nightly is not None:
+            self._nightly.process.stop()
+
+
+def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(spark, cluster_nightly, local_nightly):
+    on_cluster = cluster_nightly.result()
     local_warehouse = local_nightly.wait()
 
-    applications = master_state(standalone_cluster.ui_port)["completedapps"]
-    assert [(app["name"], app["state"]) for app in applications] == [(NIGHTLY_APP_NAME, "FINISHED")]
-    local_tables, cluster_tables = delta_tables(local_warehouse, DATABASE), delta_tables(cluster_warehouse, DATABASE)
+    assert [(app["name"], app["state"]) for app in on_cluster.applications] == [(NIGHTLY_APP_NAME, "FINISHED")]
+    local_tables = delta_tables(local_warehouse, DATABASE)
+    cluster_tables = delta_tables(on_cluster.warehouse, DATABASE)
     assert cluster_tables.keys() == local_tables.keys()
-    assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily"} <= local_tables.keys()
+    assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily", "lag"} <= local_tables.keys()
     for name, path in sorted(local_tables.items()):
         local_rows = table_rows(spark, path)
         assert local_rows or name == "quarantine", name
