@@ -11,6 +11,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
 
 
+# Runs of the whole nightly job that start in the background with the session, in this order, each after
+# the one before: the tests that wait for them go last, so that the other tests run meanwhile.
+BACKGROUND_RUNS = ("local_nightly", "crash_run", "cluster_nightly")
+
+
+def pytest_collection_modifyitems(items):
+    def waits_for(item) -> int:
+        return max((BACKGROUND_RUNS.index(run) + 1 for run in BACKGROUND_RUNS if run in item.fixturenames), default=0)
+
+    items.sort(key=waits_for)  # stable: file order otherwise
+
+
 def _collected_tests_use(request, fixture: str) -> bool:
     return any(fixture in item.fixturenames for item in request.session.items)
 
