@@ -103,6 +103,42 @@ def test_partition_status_at_every_snapshot(spark, evaluated):
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+def test_each_snapshot_sees_the_last_slots_before_it_across_snapshots(spark):
+    """Many commits between snapshots: a snapshot's window is the last INTERVALS slots at or before it,
+    wherever they sit (one exactly at the snapshot, the rest before the previous snapshot)."""
+    end_offsets = spark.createDataFrame(
+        [(CLUSTER, "t", 0, offset, at(s)) for s, offset in [(0, 0), (3, 10), (4.5, 10), (10, 20), (30, 20)]],
+        gold_tables.end_offsets_schema,
+    )
+    offset_commits = commits(
+        spark,
+        [
+            commit(0, 1, "c", "t", 0, 1),
+            commit(1, 2, "c", "t", 0, 2),
+            commit(2, 3, "c", "t", 0, 3),  # exactly at a snapshot: the last slot that snapshot sees
+            commit(3, 4, "c", "t", 0, 4),
+            commit(4, 5, "c", "t", 0, 5),
+            commit(5, 6, "c", "t", 0, None),  # tombstone: the window starts again
+            commit(6, 7, "c", "t", 0, 7),
+            commit(7, 8, "c", "t", 0, 8),
+        ],
+    )
+    evaluated = status.consumer_status(
+        lag.lag(offset_commits, end_offsets), offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=1000,
+        allowed_lag=0, minimum_complete=0.0,
+    )  # fmt: skip
+    expected = spark.createDataFrame(
+        [(3.0, 3, 3), (4.5, 3, 4), (10.0, 2, 8), (30.0, 2, 8)],
+        "evaluated_s double, window_slot_count int, last_committed_offset long",
+    )
+    actual = evaluated.select(
+        (F.unix_micros("evaluated_at") / 1e6 - F.lit(T0.timestamp())).alias("evaluated_s"),
+        "window_slot_count",
+        "last_committed_offset",
+    )
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
 def test_group_rolls_up_to_its_worst_partition_per_window(spark, evaluated):
     expected = spark.createDataFrame(
         [

@@ -57,7 +57,19 @@ def _slots(offset_commits: DataFrame, end_offsets: DataFrame, min_distance_ms: i
         .select(*OFFSET_KEY, "life", "s.order", "s.offset", "s.ts")
     )
     known = latest_at_or_before(slots, end_offsets, PARTITION, "ts", "observed_at", "leo")
-    return known.withColumn("lag", F.greatest(F.col("leo.end_offset") - F.col("offset"), F.lit(0))).drop("leo")
+    # Slots between the same two snapshots of the partition share a span; one exactly at a snapshot has its own.
+    snapshot_span = F.struct(
+        F.col("leo.observed_at").alias("after"), (F.col("leo.observed_at") == F.col("ts")).alias("is_at")
+    )
+    return known.select(
+        *OFFSET_KEY,
+        "life",
+        "order",
+        "offset",
+        "ts",
+        F.greatest(F.col("leo.end_offset") - F.col("offset"), F.lit(0)).alias("lag"),
+        snapshot_span.alias("snapshot_span"),
+    )
 
 
 def _with_life(records: DataFrame) -> DataFrame:
@@ -77,12 +89,24 @@ def _with_life(records: DataFrame) -> DataFrame:
     return counted.unionByName(untouched)
 
 
-def _windows(slots: DataFrame, intervals: int) -> DataFrame:
-    """Each slot + `ring`: the window of the last `intervals` slots ending at it, oldest first."""
-    ring = F.collect_list(F.struct("offset", "ts", "lag")).over(
-        Window.partitionBy(*OFFSET_KEY, "life").orderBy("ts", "order").rowsBetween(-(intervals - 1), Window.currentRow)
+def _windows_before_snapshots(slots: DataFrame, intervals: int) -> DataFrame:
+    """The slots a snapshot can see last (the last slot of each snapshot span), each + `ring`: the
+    window of the last `intervals` slots ending at it, oldest first.
+
+    A snapshot's as-of lookup lands on the latest slot at or before it, which is always the last of its
+    span; the other slots only fill rings. Rings come from offset window functions and are built after
+    the filter: a sliding collect_list over every slot cost most of this table's time.
+    """
+    order = Window.partitionBy(*OFFSET_KEY, "life").orderBy("ts", "order")
+    element = F.struct("offset", "ts", "lag")
+    earlier = {f"_slot_{back}": F.lag(element, back).over(order) for back in range(intervals - 1, 0, -1)}
+    is_last_of_span = ~F.lead("snapshot_span").over(order).eqNullSafe(F.col("snapshot_span"))
+    ring = F.filter(F.array(*[F.col(name) for name in earlier], element), lambda slot: slot.isNotNull())
+    return (
+        slots.withColumns({**earlier, "_is_last_of_span": is_last_of_span})
+        .where(F.col("_is_last_of_span"))
+        .select(*OFFSET_KEY, "ts", "order", ring.alias("ring"))
     )
-    return slots.withColumn("ring", ring)
 
 
 def _recent_end_offsets(end_offsets: DataFrame, intervals: int) -> DataFrame:
@@ -154,10 +178,10 @@ def consumer_status(
     minimum_complete: float,
 ) -> DataFrame:
     """gold `lag` + offset_commits + end_offsets -> gold `consumer_status`."""
-    windows = _windows(_slots(offset_commits, end_offsets, min_distance_ms), intervals)
+    windows = _windows_before_snapshots(_slots(offset_commits, end_offsets, min_distance_ms), intervals)
     evaluated = latest_at_or_before(
         lag_rows.select(*OFFSET_KEY, "observed_at", "committed_offset", "committed_at", "offset_lag"),
-        windows.select(*OFFSET_KEY, "ts", "order", "ring"),
+        windows,
         OFFSET_KEY,
         "observed_at",
         "ts",
