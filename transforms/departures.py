@@ -32,6 +32,14 @@ PAUSE_COMMIT_GAP = "commit_gap"
 PROTOCOL_EAGER = "eager"
 
 
+def commits_of_groups(commits: DataFrame, rebalances: DataFrame) -> DataFrame:
+    """The commits of the groups in `rebalances` only: the as-of lookups over them sort every commit
+    they are given, and most groups have no departure or eager rebalance. Groups are few next to
+    commits, so their list is broadcast."""
+    groups = F.broadcast(rebalances.select("cluster", "group_id").distinct())
+    return commits.join(groups, on=["cluster", "group_id"], how="left_semi")
+
+
 def members_left(
     rebalances: DataFrame,
     assignments: DataFrame,
@@ -57,7 +65,7 @@ def members_left(
     last_commits = (
         latest_at_or_before(
             probes,
-            commits.select(*OFFSET_KEY, "record_at", "source_offset"),
+            commits_of_groups(commits, left).select(*OFFSET_KEY, "record_at", "source_offset"),
             OFFSET_KEY,
             probe_time="join_completed_at",
             event_time="record_at",
@@ -93,10 +101,10 @@ def members_left(
 
 def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
     """framed eager rebalances with commits around them -> (rebalance, estimated_pause_ms, method)."""
-    group_commits = commits.select("cluster", "group_id", "record_at").distinct()
     probes = rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
         *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
     )
+    group_commits = commits_of_groups(commits, probes).select("cluster", "group_id", "record_at").distinct()
     around = earliest_after(
         latest_at_or_before(
             probes, group_commits, ("cluster", "group_id"), "join_completed_at", "record_at", "last_before"
