@@ -218,12 +218,8 @@ def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
     )
 
 
-def filter_quarantine(decoded: DataFrame, raw_records: DataFrame | None = None) -> DataFrame:
-    """Quarantined rows, with their source file and capture run (carried by the decoder).
-
-    `raw_records` is ignored: it was joined for that provenance before the decoder carried it.
-    tests/lab_tables.py still passes it.
-    """
+def filter_quarantine(decoded: DataFrame) -> DataFrame:
+    """Quarantined rows, with their source file and capture run (carried by the decoder)."""
     return _select_as(decoded.where(_routed_to(DESTINATION_QUARANTINE)), tables.quarantine_schema)
 
 
