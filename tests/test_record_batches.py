@@ -19,6 +19,7 @@ import pytest
 from bench import batch_builder as bb
 from bench.batch_builder import Rec
 from tests.conftest import PUBLIC_FIXTURES
+from transforms.bronze import raw_batch
 from transforms.compression import CorruptRecordError, decompress
 from transforms.record_batches import LogRecord, partition_from_path, read_partition, read_paths, read_segment_bytes
 
@@ -611,3 +612,27 @@ def test_zero_filled_preallocated_tail_is_not_an_error():
     assert padded == clean and all(record.error is None for record in padded)
     damaged = list(read_segment_bytes(segment + bytes(100) + b"\x01", partition=0))
     assert damaged[-1].error is not None  # zeros followed by anything else are still reported
+
+
+def test_raw_batch_keys_records_by_offset_and_unreadable_bytes_by_file_position():
+    segment = "file:/log/__consumer_offsets-3/0.log"
+    readable = LogRecord(3, 17, 1_700_000_000_000, "create_time", b"k", b"v", -1, -1, False, None, 16, 0, 2, "none",
+                         segment, None, None)  # fmt: skip
+    unreadable = LogRecord(3, 20, None, None, None, None, -1, -1, False, None, 20, 4096, 2, None,
+                           segment, "batch at position 4096: bad crc", b"\x00\x01")  # fmt: skip
+    outside_a_partition = LogRecord(None, 5, 1_700_000_000_001, "create_time", b"k", None, 7, 0, True, "committed", 5,
+                                     128, 2, "none", "file:/backup/0.log", None, None)  # fmt: skip
+    batch = raw_batch([readable, unreadable, outside_a_partition], "prod", "run-1").to_pydict()
+    assert batch["record_id"] == [
+        "prod/3/17",
+        "prod/file:/log/__consumer_offsets-3/0.log@4096",
+        "prod/file:/backup/0.log@128",
+    ]
+    assert batch["value"] == [b"v", b"\x00\x01", None]
+    assert batch["read_error"] == [None, "batch at position 4096: bad crc", None]
+    assert batch["source_partition"] == [3, 3, None]
+    assert batch["cluster"] == ["prod"] * 3
+    assert batch["source_kind"] == ["segment"] * 3
+    assert batch["capture_run_id"] == ["run-1"] * 3
+    assert batch["txn_state"] == [None, None, "committed"]
+    assert raw_batch([], "prod", "run-1").num_rows == 0

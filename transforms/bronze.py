@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
+from operator import attrgetter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -40,54 +42,71 @@ def record_id(
     return f"{cluster}/{source_file}@{position}"
 
 
-def raw_columns(records: list[LogRecord], cluster: str, capture_run_id: str) -> dict[str, list]:
-    """The records as raw_records columns (record_at as epoch ms), built column by column: this runs
-    once per record of every segment, and a dict per record costs more than reading the record."""
+_RAW_ROWS_ARROW_SCHEMA = to_arrow_schema(_raw_rows_schema)
+# LogRecord fields in the order raw_batch reads them: one C-level getter per record, not a Python loop.
+_LOG_RECORD_FIELDS = (
+    "partition", "offset", "timestamp_ms", "timestamp_type", "key", "value", "producer_id", "producer_epoch",
+    "is_transactional", "txn_state", "batch_base_offset", "batch_position", "source_file", "error", "raw",
+)  # fmt: skip
+_read_fields = attrgetter(*_LOG_RECORD_FIELDS)
+# raw_records column -> the LogRecord field it is read from, where the names differ.
+_RAW_FROM_LOG_RECORD = {
+    "source_partition": "partition", "source_offset": "offset", "record_at_ms": "timestamp_ms", "read_error": "error",
+}  # fmt: skip
+
+
+def raw_batch(records: list[LogRecord], cluster: str, capture_run_id: str) -> pa.RecordBatch:
+    """The records as one Arrow batch of raw_records rows (record_at as epoch ms).
+
+    This runs once per record of every segment, so it is built column by column and the record ids
+    by Arrow kernels: a dict or an f-string per record costs more than reading the record.
+    """
     count = len(records)
-    fields = [
-        (r.partition, r.offset, r.timestamp_ms, r.timestamp_type, r.key, r.value, r.producer_id, r.producer_epoch,
-         r.is_transactional, r.txn_state, r.batch_base_offset, r.batch_position, r.source_file, r.error, r.raw)
-        for r in records
-    ]  # fmt: skip
-    (partition, offset, record_at_ms, timestamp_type, key, value, producer_id, producer_epoch, is_transactional,
-     txn_state, batch_base_offset, batch_position, source_file, error, raw) = (
-        list(column) for column in zip(*fields, strict=True)) if fields else ([] for _ in range(15))  # fmt: skip
-    record_ids = []
-    for index in range(count):
-        # Bytes that never framed as a record are keyed by their place in the file, and kept as the value.
-        is_unreadable = error[index] is not None and raw[index] is not None
-        if is_unreadable:
-            value[index] = raw[index]
-        readable = not is_unreadable
-        record_ids.append(
-            record_id(
-                cluster,
-                partition[index] if readable else None,
-                offset[index] if readable else None,
-                source_file[index],
-                batch_position[index],
-            )
-        )
-    return {
-        "cluster": [cluster] * count,
-        "record_id": record_ids,
-        "source_partition": partition,
-        "source_offset": offset,
-        "record_at_ms": record_at_ms,
-        "timestamp_type": timestamp_type,
-        "key": key,
-        "value": value,
-        "producer_id": producer_id,
-        "producer_epoch": producer_epoch,
-        "is_transactional": is_transactional,
-        "txn_state": txn_state,
-        "batch_base_offset": batch_base_offset,
-        "batch_position": batch_position,
-        "source_kind": [SOURCE_KIND_SEGMENT] * count,
-        "source_file": source_file,
-        "read_error": error,
-        "capture_run_id": [capture_run_id] * count,
+    columns = zip(*map(_read_fields, records), strict=True) if records else ([] for _ in _LOG_RECORD_FIELDS)
+    fields = {name: list(column) for name, column in zip(_LOG_RECORD_FIELDS, columns, strict=True)}
+    # Bytes that never framed as a record are keyed by their place in the file, and kept as the value.
+    unreadable = [
+        index
+        for index, (error, raw) in enumerate(zip(fields["error"], fields["raw"], strict=True))
+        if error is not None and raw is not None
+    ]
+    for index in unreadable:
+        fields["value"][index] = fields["raw"][index]
+    unreadable = set(unreadable)
+    arrow_schema = _RAW_ROWS_ARROW_SCHEMA
+    arrays = {
+        name: pa.array(fields[_RAW_FROM_LOG_RECORD.get(name, name)], arrow_schema.field(name).type)
+        for name in arrow_schema.names
+        if _RAW_FROM_LOG_RECORD.get(name, name) in fields
     }
+    arrays["record_id"] = _record_ids(arrays["source_partition"], arrays["source_offset"], cluster, unreadable, fields)
+    for name, constant in (
+        ("cluster", cluster),
+        ("source_kind", SOURCE_KIND_SEGMENT),
+        ("capture_run_id", capture_run_id),
+    ):
+        arrays[name] = pa.repeat(pa.scalar(constant, pa.string()), count)
+    return pa.RecordBatch.from_arrays([arrays[name] for name in arrow_schema.names], schema=arrow_schema)
+
+
+def _record_ids(partition: pa.Array, offset: pa.Array, cluster: str, unreadable: set[int], fields: dict) -> pa.Array:
+    """`record_id` of each record: cluster/partition/offset, joined by Arrow; the few without both (or
+    unreadable) by `record_id` itself."""
+    as_text = [pc.cast(column, pa.string()) for column in (partition, offset)]
+    ids = pc.binary_join_element_wise(pa.scalar(cluster), *as_text, "/")
+    if not unreadable and ids.null_count == 0:
+        return ids
+    patched = ids.to_pylist()
+    for index in {*unreadable, *(i for i, text in enumerate(patched) if text is None)}:
+        is_readable = index not in unreadable
+        patched[index] = record_id(
+            cluster,
+            fields["partition"][index] if is_readable else None,
+            fields["offset"][index] if is_readable else None,
+            fields["source_file"][index],
+            fields["batch_position"][index],
+        )
+    return pa.array(patched, pa.string())
 
 
 def _with_record_at(rows: DataFrame) -> DataFrame:
@@ -107,11 +126,8 @@ RECORDS_PER_BATCH = 10_000
 def arrow_batches(
     records: Iterator[LogRecord], cluster: str, capture_run_id: str, records_per_batch: int
 ) -> Iterator[pa.RecordBatch]:
-    arrow_schema = to_arrow_schema(_raw_rows_schema)
     while chunk := list(islice(records, records_per_batch)):
-        columns = raw_columns(chunk, cluster, capture_run_id)
-        yield pa.RecordBatch.from_arrays([pa.array(columns[field.name], field.type) for field in arrow_schema],
-                                         schema=arrow_schema)  # fmt: skip
+        yield raw_batch(chunk, cluster, capture_run_id)
 
 
 def read_partition_directories(
