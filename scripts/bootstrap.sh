@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what groupscope needs, idempotently: a Python venv from the pinned pyproject.toml and the
-# JVM jars (Delta, Spark's Kafka source, the Kafka brokers for lab/) from Maven Central. A second run
+# JVM jars (Delta, Spark's Kafka source, the Kafka brokers for lab/) from Maven Central, and compiles
+# groupscope's own Java (the decoder's fast path, jvm/decoder) against Spark's jars. A second run
 # with nothing changed does no network I/O: stamps record what was installed from which inputs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +38,20 @@ fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclu
   echo "$want" > "$dir/jars/.stamp"
 }
 fetch_jars spark "$spark_excludes"
+
+# The decoder's fast path is one Java class compiled against the pinned pyspark's jars and placed with
+# the other Spark jars, so spark-submit.sh (--jars) and direct sessions (spark.jars) both load it.
+decoder_jar="jvm/spark/jars/groupscope-decoder.jar"
+want="$(stamp_of jvm/decoder/src/groupscope/*.java pyproject.toml)"
+if [[ ! -f "$decoder_jar" || "$(cat jvm/spark/jars/.decoder-stamp 2>/dev/null)" != "$want" ]]; then
+  echo "bootstrap: compiling the decoder's Java fast path (jvm/decoder)" >&2
+  pyspark_jars="$("$venv/bin/python" -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')"
+  classes="$(mktemp -d)"
+  javac -nowarn --release 17 -cp "$pyspark_jars/*" -d "$classes" jvm/decoder/src/groupscope/*.java
+  jar cf "$decoder_jar" -C "$classes" groupscope
+  rm -rf "$classes"
+  echo "$want" > jvm/spark/jars/.decoder-stamp
+fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9

@@ -1,8 +1,16 @@
 """DataFrame transforms from bronze `raw_records` to the silver tables.
 
-`decode_raw_records` is the one Python function over rows (the binary decoder, run over Arrow
-batches); every other step is Spark built-ins. Each record lands in exactly one silver table or in
-`quarantine`, chosen by the decoded row's `destination`.
+`decode_raw_records` decodes: nearly every record is a common offset commit, decoded inside the JVM
+by the fast path (jvm/decoder: `groupscope.CommonOffsetCommits`, a Spark function); every other record
+goes to the reference decoder (transforms.decode_rows, Python over Arrow batches), which stays the
+definition: tests require both to give the same rows on real and on damaged records. Every other step
+is Spark built-ins. Each record lands in exactly one silver table or in `quarantine`, chosen by the
+decoded row's `destination`.
+
+A record is common when every check of the reference decoder passes trivially (the Java class lists
+the rules): a readable type-1 key whose lengths add up exactly, and a null value (tombstone) or a value
+of version 0-4 whose lengths add up exactly, with valid UTF-8 strings; for v4, a metadata length that
+fits one varint byte and no tagged fields. Their layouts are fixed (kafka-record-formats.md 3.1-3.2).
 """
 
 from __future__ import annotations
@@ -16,7 +24,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
-    BooleanType,
     IntegerType,
     LongType,
     StringType,
@@ -25,18 +32,13 @@ from pyspark.sql.types import (
 )
 
 from schemas import tables
+from schemas.coordinator_records import RECORD_TYPE_OFFSET_COMMIT, RECORD_TYPES
 from transforms.decode_rows import (
     DESTINATION_CONSUMER_GROUP_RECORD,
     DESTINATION_GROUP_METADATA,
     DESTINATION_OFFSET_COMMIT,
     DESTINATION_QUARANTINE,
     decode_raw_row,
-)
-from transforms.offset_commit_arrays import (
-    COMMON_OFFSET_COMMIT_COLUMNS,
-    COMMON_OFFSET_COMMIT_CONSTANTS,
-    common_offset_commit_mask,
-    decode_common_offset_commits,
 )
 
 _RAW_INPUT_COLUMNS = (
@@ -53,7 +55,7 @@ _RAW_INPUT_COLUMNS = (
     "source_file",
     "capture_run_id",
 )
-# Which records a decoding pass returns: all of them, the offset commits that the batch decoder
+# Which records a decoding pass returns: all of them, the offset commits that the fast path
 # decodes (nearly all), or the others (the reference decoder's). The decode job runs the last two apart.
 ALL_RECORDS, COMMON_OFFSET_COMMITS, OTHER_RECORDS = "all", "common offset commits", "other"
 
@@ -120,22 +122,35 @@ def _decoded_columns() -> list[StructField]:
 decoded_schema = StructType(_decoded_columns())
 
 
-_COMMON_COMMIT_COLUMNS = {*_PASSED_THROUGH, *COMMON_OFFSET_COMMIT_COLUMNS}
-# What the fast path returns: only the columns an offset commit fills; the rest are added in Spark as nulls.
-_common_commits_schema = StructType([field for field in decoded_schema.fields if field.name in _COMMON_COMMIT_COLUMNS])
+# What the fast path returns for a common offset commit, in this order (null for any other record).
+COMMON_OFFSET_COMMIT_COLUMNS = (
+    "is_tombstone", "group_id", "topic", "partition", "value_version", "committed_offset", "leader_epoch",
+    "metadata", "committed_at_ms", "expires_at_ms",
+)  # fmt: skip
+# The same for every common record: added as Spark literals.
+COMMON_OFFSET_COMMIT_CONSTANTS = {
+    "destination": DESTINATION_OFFSET_COMMIT,
+    "record_type": RECORD_TYPE_OFFSET_COMMIT,
+    "record_type_name": RECORD_TYPES[RECORD_TYPE_OFFSET_COMMIT].name,
+}
+FAST_PATH_FUNCTION = "groupscope_common_offset_commit"
+_FAST_PATH_CLASS = "groupscope.CommonOffsetCommits"
+_fast_path_type = StructType([decoded_schema[name] for name in COMMON_OFFSET_COMMIT_COLUMNS])
 
 
-def _decode_common_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Each batch of raw rows -> its common offset commits, decoded a whole batch at a time."""
-    schema = to_arrow_schema(_common_commits_schema)
-    for batch in batches:
-        is_common, commits = decode_common_offset_commits(
-            batch.column("key"), batch.column("value"), batch.column("read_error")
-        )
-        kept = batch.filter(pa.array(is_common))
-        columns = {**{name: kept.column(raw) for name, raw in _PASSED_THROUGH.items()}, **commits}
-        yield pa.RecordBatch.from_arrays([columns[name].cast(schema.field(name).type) for name in schema.names],
-                                         schema=schema)  # fmt: skip
+def _common_offset_commit(raw_records: DataFrame) -> Column:
+    """The fast path over a raw row's key, value and read error: the decoded fields, or null."""
+    spark = raw_records.sparkSession
+    if not spark.catalog.functionExists(FAST_PATH_FUNCTION):
+        # Registered from the JVM side, where it can be marked nondeterministic (see the Java class).
+        fast_path = spark._jvm.groupscope.CommonOffsetCommits
+        if not callable(getattr(fast_path, "register", None)):
+            raise RuntimeError(
+                f"{_FAST_PATH_CLASS} is not on Spark's classpath: scripts/bootstrap.sh builds "
+                "jvm/spark/jars/groupscope-decoder.jar, and spark-submit.sh passes it with the other jars"
+            )
+        fast_path.register(spark._jsparkSession, FAST_PATH_FUNCTION, _fast_path_type.json())
+    return F.call_function(FAST_PATH_FUNCTION, F.col("key"), F.col("value"), F.col("read_error"))
 
 
 def _decode_other_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -149,38 +164,34 @@ def _decode_other_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Reco
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-@F.arrow_udf(BooleanType())
-def _is_common_offset_commit(key: pa.Array, value: pa.Array, read_error: pa.Array) -> pa.Array:
-    return pa.array(common_offset_commit_mask(key, value, read_error))
-
-
 def decode_raw_records(raw_records: DataFrame, records: str = ALL_RECORDS) -> DataFrame:
     """raw_records -> one decoded row per raw row (see `decoded_schema`), of `records` (ALL_RECORDS, ...).
 
-    Common offset commits are decoded a batch at a time (transforms.offset_commit_arrays), every other
-    record by the reference decoder, row by row; each over Arrow batches, each in its own pass.
+    Common offset commits are decoded by the fast path, in the JVM; every other record by the
+    reference decoder, row by row over Arrow batches: only those records cross to Python.
     """
     if records == ALL_RECORDS:
         return decode_raw_records(raw_records, COMMON_OFFSET_COMMITS).unionByName(
             decode_raw_records(raw_records, OTHER_RECORDS)
         )
+    fast_path = _common_offset_commit(raw_records)
     raw_input = raw_records.select(
         *[F.col(name) for name in _RAW_INPUT_COLUMNS if name != "record_at_ms"],
         F.unix_millis("record_at").alias("record_at_ms"),
+        fast_path.alias("_common"),
     )
     if records == OTHER_RECORDS:
-        # Only key, value and read_error cross to Python to find the few others; then only they do, whole.
-        others = raw_input.where(~_is_common_offset_commit("key", "value", "read_error"))
+        others = raw_input.where(F.col("_common").isNull()).drop("_common")
         return others.mapInArrow(_decode_other_batches, decoded_schema)
-    # Only what a decoded commit keeps crosses to Python: the file path and run id are for quarantine.
-    needed = [name for name in raw_input.columns if name in (*_PASSED_THROUGH.values(), "key", "value", "read_error")]
-    common = raw_input.select(*needed).mapInArrow(_decode_common_batches, _common_commits_schema)
+    common = raw_input.where(F.col("_common").isNotNull())
     return common.select(*[_common_commit_column(field) for field in decoded_schema.fields])
 
 
 def _common_commit_column(field: StructField) -> Column:
-    if field.name in _COMMON_COMMIT_COLUMNS:
-        return F.col(field.name)
+    if field.name in _PASSED_THROUGH:
+        return F.col(_PASSED_THROUGH[field.name]).alias(field.name)
+    if field.name in COMMON_OFFSET_COMMIT_COLUMNS:
+        return F.col(f"_common.{field.name}").alias(field.name)
     return F.lit(COMMON_OFFSET_COMMIT_CONSTANTS.get(field.name)).cast(field.dataType).alias(field.name)
 
 

@@ -1,10 +1,11 @@
-"""The batch decoder (numpy over Arrow) decodes offset commits exactly as the reference decoder does.
+"""The decoder's fast path (jvm/decoder, in the JVM) decodes offset commits exactly as the reference
+decoder does.
 
 The reference is the declarative decoder (schemas/ layouts read by transforms.codec, rows by
-transforms.decode_rows). The silver decoder (common offset commits a batch at a time, the rest
-by the reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and
-3.9.2, public fixtures, a generator sample) and over hand-made and damaged offset commits; each
-decoded row must equal the reference decoder's, column for column.
+transforms.decode_rows). The silver decoder (common offset commits by the fast path, the rest by the
+reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and 3.9.2,
+public fixtures, a generator sample) and over hand-made and damaged offset commits; each decoded row
+must equal the reference decoder's, column for column.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
 from transforms import silver
 from transforms.decode_rows import decode_raw_row
-from transforms.offset_commit_arrays import decode_common_offset_commits
 
 DECODED_ARROW = silver.to_arrow_schema(silver.decoded_schema)
 KEY = i16(1) + string("orders-app") + string("orders") + i32(7)
@@ -92,11 +92,8 @@ def assert_same_rows(spark, rows: list[dict]) -> None:
     assert not differ, f"{len(differ)} of {len(expected)} rows differ; first: {differ[0]}"
 
 
-def taken_by_the_fast_path(rows: list[dict]) -> int:
-    columns = {name: pa.array([row[name] for row in rows], pa.binary()) for name in ("key", "value")}
-    read_error = pa.array([row["read_error"] for row in rows], pa.string())
-    is_common, _ = decode_common_offset_commits(columns["key"], columns["value"], read_error)
-    return int(is_common.sum())
+def taken_by_the_fast_path(spark, rows: list[dict]) -> int:
+    return silver.decode_raw_records(bronze(spark, rows), silver.COMMON_OFFSET_COMMITS).count()
 
 
 def rows_from(paths: list) -> list[dict]:
@@ -120,12 +117,12 @@ def test_every_real_record_decodes_as_the_reference_decodes_it(spark, real_rows)
     assert_same_rows(spark, real_rows)
 
 
-def test_the_fast_path_takes_the_real_offset_commits(real_rows):
+def test_the_fast_path_takes_the_real_offset_commits(spark, real_rows):
     commits = [row for row in real_rows if row["key"] and row["key"][:2] == b"\x00\x01"]
     assert len(commits) > 5_000
-    assert taken_by_the_fast_path(commits) == len(commits)
+    assert taken_by_the_fast_path(spark, commits) == len(commits)
     others = [row for row in real_rows if row["key"] and row["key"][:2] != b"\x00\x01"]
-    assert taken_by_the_fast_path(others) == 0
+    assert taken_by_the_fast_path(spark, others) == 0
 
 
 def v3(offset=42, epoch=5, metadata=b"", commit=1_700_000_000_000) -> bytes:
@@ -159,6 +156,7 @@ VALID = [
     (i16(0) + KEY[2:], legacy(0)),  # type 0 (Kafka 0.8.2)
     (i16(1) + string("") + string("") + i32(0), v3()),  # empty group and topic
     (i16(1) + string("grüße") + string("t") + i32(-1), v3(offset=-1, epoch=-1)),
+    (i16(1) + string("g") + string("🛒-orders") + i32(0), v3()),  # a four-byte UTF-8 character
 ]
 DAMAGED = [
     (KEY[:-1], v3()),  # key one byte short
@@ -181,6 +179,12 @@ DAMAGED = [
     (i16(2) + string("g"), v3()),  # a group key with an offset value
     (i16(99) + string("g"), v3()),  # unknown type
     (KEY, struct.pack(">hqih", 3, 1, 1, -1) + i64(0)),  # negative metadata length
+    (KEY, i16(0) + i64(1)),  # v0 cut before its metadata length
+    (KEY, i16(3) + i64(1) + i32(0)),  # v3 cut before its metadata length
+    (KEY, i16(4) + i64(1) + i32(0)),  # v4 cut before its metadata length
+    (i16(1) + i16(3) + b"\xed\xa0\x80" + string("t") + i32(0), v3()),  # a UTF-8-encoded surrogate
+    (i16(1) + i16(2) + b"\xc0\x80" + string("t") + i32(0), v3()),  # an overlong NUL
+    (i16(1) + i16(1) + b"\xe2" + string("t") + i32(0), v3()),  # a cut multi-byte character
 ]
 
 
@@ -192,13 +196,7 @@ TAKEN = {"valid": len(VALID) - 5, "damaged": 0}
 @pytest.mark.parametrize("records", [VALID, DAMAGED], ids=["valid", "damaged"])
 def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(spark, request, records):
     rows = [raw_row(index, key, value) for index, (key, value) in enumerate(records)]
-    assert taken_by_the_fast_path(rows) == TAKEN[request.node.callspec.id]
+    assert taken_by_the_fast_path(spark, rows) == TAKEN[request.node.callspec.id]
     rows.append(raw_row(len(rows), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
     rows.append(raw_row(len(rows), KEY, v3(), txn_state="aborted", producer_id=4000))
     assert_same_rows(spark, rows)
-
-
-def test_an_empty_batch_decodes_to_no_rows():
-    empty = pa.array([], pa.binary())
-    is_common, columns = decode_common_offset_commits(empty, empty, pa.array([], pa.string()))
-    assert len(is_common) == 0 and all(len(column) == 0 for column in columns.values())
