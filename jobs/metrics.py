@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import date
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config, parse_config
@@ -22,7 +23,7 @@ from jobs.runs import JobRun
 from jobs.session import build_session
 from jobs.tables import table_location
 from schemas import gold_tables
-from transforms import group_daily, lag, status
+from transforms import group_daily, lag, snapshot_horizon, status
 
 METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 
@@ -37,20 +38,30 @@ def build_metrics(
 ) -> None:
     """Silver `offset_commits` + `end_offsets` snapshots + gold `generations` and `rebalances` (any clusters)
     -> every table of METRICS_TABLES, handed to `store` in dependency order."""
-    lag_rows = store("lag", lag.lag(offset_commits, end_offsets))
-    store("lag_daily", lag.lag_daily(lag_rows))
-    partition_status = store(
-        "consumer_status",
-        status.consumer_status(
-            lag_rows,
-            offset_commits,
-            end_offsets,
-            intervals=settings.status_intervals,
-            min_distance_ms=settings.status_min_distance_ms,
-            allowed_lag=settings.status_allowed_lag,
-            minimum_complete=settings.status_minimum_complete,
-        ),
-    )
+    # lag and consumer_status read only the records near snapshots; found once, kept on disk for both.
+    seen = snapshot_horizon.records_seen_by_snapshots(
+        offset_commits,
+        end_offsets,
+        intervals=settings.status_intervals,
+        min_distance_ms=settings.status_min_distance_ms,
+    ).persist(StorageLevel.DISK_ONLY)
+    try:
+        lag_rows = store("lag", lag.lag(seen, end_offsets))
+        store("lag_daily", lag.lag_daily(lag_rows))
+        partition_status = store(
+            "consumer_status",
+            status.consumer_status(
+                lag_rows,
+                seen,
+                end_offsets,
+                intervals=settings.status_intervals,
+                min_distance_ms=settings.status_min_distance_ms,
+                allowed_lag=settings.status_allowed_lag,
+                minimum_complete=settings.status_minimum_complete,
+            ),
+        )
+    finally:
+        seen.unpersist()
     group_rows = store("group_status", status.group_status(partition_status, settings.status_window_minutes))
     daily = group_daily.group_daily(
         history["generations"],

@@ -1,0 +1,75 @@
+"""`lag` and `consumer_status` are the same from the records near snapshots as from all records, and
+most records between snapshots are left out."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+
+from schemas import gold_tables
+from tests.gold_rows import CLUSTER, at, commit, commits
+from transforms import lag, status
+from transforms.snapshot_horizon import records_seen_by_snapshots
+
+INTERVALS = 3
+MIN_DISTANCE_MS = 1000
+SNAPSHOTS = [5.5, 30, 31, 32, 60]  # one inside a bucket that holds commits on both sides of it; an idle stretch
+
+
+def _records() -> list[dict]:
+    offsets = iter(range(1_000))
+
+    def at_seconds(seconds, group="g", committed=None, **extra):
+        return commit(next(offsets), seconds, group, "t", 0, committed, **extra)
+
+    busy = [at_seconds(s, committed=int(s * 10)) for s in range(27)]  # one commit a second, from 0 to 26 s
+    around_snapshot = [at_seconds(5.2, committed=52), at_seconds(5.8, committed=58)]
+    # Two commits in one bucket, the later in time written earlier in the log: the slot keeps the log's last.
+    out_of_order = [commit(900, 29.7, "g", "t", 0, 297), commit(899, 29.9, "g", "t", 0, 299)]
+    aborted = [at_seconds(29.95, committed=999, txn_state="aborted", producer_id=7)]  # never counts
+    at_a_snapshot = [at_seconds(60, committed=600)]
+    tombstoned = [at_seconds(s, group="h", committed=s) for s in range(20)] + [at_seconds(25, group="h")]
+    late_only = [at_seconds(2, group="i", committed=1), *[at_seconds(61 + s, group="i", committed=s) for s in range(5)]]
+    return busy + around_snapshot + out_of_order + aborted + at_a_snapshot + tombstoned + late_only
+
+
+@pytest.fixture(scope="module")
+def inputs(spark):
+    end_offsets = spark.createDataFrame(
+        [(CLUSTER, "t", 0, 400 + int(seconds), at(seconds)) for seconds in SNAPSHOTS], gold_tables.end_offsets_schema
+    )
+    offset_commits = commits(spark, _records())
+    seen = records_seen_by_snapshots(
+        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS
+    ).localCheckpoint()
+    return offset_commits, end_offsets, seen
+
+
+def _lag_and_status(commit_rows, end_offsets):
+    lag_rows = lag.lag(commit_rows, end_offsets).localCheckpoint()
+    status_rows = status.consumer_status(
+        lag_rows, commit_rows, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, allowed_lag=0,
+        minimum_complete=0.0,
+    )  # fmt: skip
+    return lag_rows, status_rows
+
+
+def test_lag_and_status_are_the_same_from_the_records_near_snapshots(inputs):
+    offset_commits, end_offsets, seen = inputs
+    all_lag, all_status = _lag_and_status(offset_commits, end_offsets)
+    seen_lag, seen_status = _lag_and_status(seen, end_offsets)
+    assert all_lag.count() == 11 and all_status.count() == 11  # g at 5 snapshots, h at 1 (then a tombstone), i at 5
+    assert_df_equality(seen_lag, all_lag, ignore_row_order=True)
+    assert_df_equality(seen_status, all_status, ignore_row_order=True)
+
+
+def test_records_far_from_every_snapshot_are_left_out(inputs):
+    _, _, seen = inputs
+    kept = {(row.group_id, row.source_offset) for row in seen.collect()}
+    kept_g = sorted(offset for group, offset in kept if group == "g")
+    # Snapshot 5.5: its bucket (5, 5.2 and 5.8 s) and the three buckets before it. Snapshot 30 (its bucket
+    # empty): the out-of-order pair of bucket 29 (the aborted commit never counts), 26 and 25 s. Snapshot 60:
+    # the commit at 60 s. Nothing from 6 to 24 s.
+    assert kept_g == [2, 3, 4, 5, 25, 26, 27, 28, 30, 899, 900]
+    assert sum(1 for group, _ in kept if group == "h") == 21  # a tombstone: the group partition is kept whole
+    assert sorted(offset for group, offset in kept if group == "i") == [52]  # nothing after the last snapshot
