@@ -189,3 +189,30 @@ def test_rebalance_frequency_flags_storm_hours_and_days(spark, rebalanced):
         " storm_hour_count int, is_storm boolean",
     )
     assert_df_equality(counts.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_commit_times_around_probes_give_the_lookups_every_commit_gives(spark):
+    from transforms.departures import commit_times_around
+    from transforms.timeline import earliest_after, latest_at_or_before
+
+    seconds = [5, 20, 40, 55, 90, 130, 135, 140, 170, 190, 230]  # minute 0: four; minute 2: four, never probed
+    all_commits = commits(spark, [commit(i, s, "g", "t", 0, i) for i, s in enumerate(seconds)]).select(
+        "cluster", "group_id", "record_at"
+    )
+    probes = spark.createDataFrame(
+        [("c1", "g", at(30), at(30)), ("c1", "g", at(100), at(180)), ("c1", "g", at(20), at(235))],
+        "cluster string, group_id string, join_completed_at timestamp, recorded_at timestamp",
+    )
+    keys = ("cluster", "group_id")
+    candidates = commit_times_around(all_commits, probes, keys, ["join_completed_at", "recorded_at"])
+
+    def lookups(times):
+        before = latest_at_or_before(probes, times, keys, "join_completed_at", "record_at", "before")
+        return earliest_after(before, times, keys, "recorded_at", "record_at", "after").select(
+            "join_completed_at", "recorded_at", "before.record_at", F.col("after.record_at").alias("after_at")
+        )
+
+    assert_df_equality(lookups(candidates), lookups(all_commits), ignore_row_order=True)
+    kept = sorted(candidates.select((F.unix_seconds("record_at") - F.unix_seconds(F.lit(at(0)))).alias("s")).collect())
+    # Minute 0 holds probe times: every commit. Minute 2 does not: its first and last only.
+    assert [row.s for row in kept] == [5, 20, 40, 55, 90, 130, 170, 190, 230]

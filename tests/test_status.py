@@ -218,3 +218,44 @@ def test_daily_view_marks_stale_expiring_and_deleted_groups(spark):
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
     spans = {row.group_id: row.days for row in daily.groupBy("group_id").agg(F.count("*").alias("days")).collect()}
     assert spans == {"active": 10, "emptied": 10, "gone": 10, "standalone": 8}
+
+
+def test_the_last_commit_of_a_day_counts_a_commit_at_the_midnight_that_ends_it(spark):
+    midnight = T0.replace(hour=0) + timedelta(days=1)  # the end of day 0
+
+    def hours_after_midnight(hours):
+        return (midnight - T0).total_seconds() + hours * 3600
+
+    offset_commits = commits(
+        spark,
+        [
+            commit(1, hours_after_midnight(-14), "g", "t", 0, 1),
+            commit(2, hours_after_midnight(-13), "g", "t", 0, 2),
+            commit(3, hours_after_midnight(0), "g", "t", 0, 3),  # exactly the midnight ending day 0
+            commit(4, hours_after_midnight(5), "g", "t", 0, 4),
+            commit(5, hours_after_midnight(48), "g", "t", 0, 5),  # the only commit of day 3, at its first instant
+        ],
+    )
+    no_rows = "cluster string, group_id string"
+    daily = group_daily.group_daily(
+        spark.createDataFrame([], f"{no_rows}, recorded_at timestamp, state string, join_completed_at timestamp,"
+                                  " source_offset long"),
+        offset_commits,
+        spark.createDataFrame([], f"{no_rows}, completed_at timestamp, moved_partition_count int"),
+        spark.createDataFrame([], f"{no_rows}, observed_at timestamp, offset_lag long, time_lag_seconds double"),
+        spark.createDataFrame([], f"{no_rows}, evaluated_at timestamp, status string"),
+        as_of=(midnight + timedelta(days=2)).date(), stale_after_days=7, offsets_retention_minutes=60,
+        expiry_warning_hours=24,
+    )  # fmt: skip
+    expected = spark.createDataFrame(
+        [
+            (0, 2, midnight),
+            (1, 2, midnight + timedelta(hours=5)),
+            (2, 0, midnight + timedelta(days=2)),
+            (3, 1, midnight + timedelta(days=2)),
+        ],
+        "n int, commit_count long, last_commit_at timestamp",
+    )
+    n = F.datediff("day", F.lit(T0.date())).alias("n")
+    actual = daily.select(n, "commit_count", "last_commit_at")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)

@@ -19,6 +19,9 @@ the join phase ended to its first commit after the new generation was recorded -
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -32,12 +35,39 @@ PAUSE_COMMIT_GAP = "commit_gap"
 PROTOCOL_EAGER = "eager"
 
 
-def commits_of_groups(commits: DataFrame, rebalances: DataFrame) -> DataFrame:
-    """The commits of the groups in `rebalances` only: the as-of lookups over them sort every commit
-    they are given, and most groups have no departure or eager rebalance. Groups are few next to
-    commits, so their list is broadcast."""
-    groups = F.broadcast(rebalances.select("cluster", "group_id").distinct())
-    return commits.join(groups, on=["cluster", "group_id"], how="left_semi")
+MINUTE_MS = 60_000
+
+
+def commit_times_around(
+    commits: DataFrame, probes: DataFrame, keys: Sequence[str], probe_times: Sequence[str]
+) -> DataFrame:
+    """(keys, record_at): the commit times an as-of lookup from `probes` can land on, of the keys probed.
+
+    The latest commit at or before a probe time is either in the probe time's minute or the last of an
+    earlier minute; the earliest after it is in that minute or the first of a later one. So the first and
+    last commit of each minute, and every commit of a minute holding a probe time, give the same lookups
+    as every commit: a few rows per key and minute instead of one per commit to sort. The keys probed and
+    their probed minutes are few next to commits, so they are broadcast.
+    """
+    minute = F.floor(F.unix_millis("record_at") / F.lit(MINUTE_MS))
+    probed = probes.select(*keys, *[F.floor(F.unix_millis(at) / F.lit(MINUTE_MS)).alias(at) for at in probe_times])
+    probed_minutes = F.broadcast(
+        functools.reduce(
+            DataFrame.unionByName, [probed.select(*keys, F.col(at).alias("minute")) for at in probe_times]
+        ).distinct()
+    )
+    probed_keys = F.broadcast(probed_minutes.select(*keys).distinct())
+    of_probed_keys = commits.join(probed_keys, on=list(keys), how="left_semi").select(
+        *keys, "record_at", minute.alias("minute")
+    )
+    per_minute = of_probed_keys.groupBy(*keys, "minute").agg(
+        F.array(F.min("record_at"), F.max("record_at")).alias("ends")
+    )
+    return (
+        per_minute.select(*keys, F.explode("ends").alias("record_at"))
+        .unionByName(of_probed_keys.join(probed_minutes, on=[*keys, "minute"], how="left_semi").drop("minute"))
+        .distinct()
+    )
 
 
 def members_left(
@@ -65,12 +95,11 @@ def members_left(
     last_commits = (
         latest_at_or_before(
             probes,
-            commits_of_groups(commits, left).select(*OFFSET_KEY, "record_at", "source_offset"),
+            commit_times_around(commits, probes, OFFSET_KEY, ["join_completed_at"]),
             OFFSET_KEY,
             probe_time="join_completed_at",
             event_time="record_at",
             as_name="last_commit",
-            event_order=("source_offset",),
         )
         .groupBy(*REBALANCE, "member_key")
         .agg(F.max("last_commit.record_at").alias("last_commit_at"))
@@ -104,7 +133,7 @@ def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
     probes = rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
         *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
     )
-    group_commits = commits_of_groups(commits, probes).select("cluster", "group_id", "record_at").distinct()
+    group_commits = commit_times_around(commits, probes, ("cluster", "group_id"), ["join_completed_at", "recorded_at"])
     around = earliest_after(
         latest_at_or_before(
             probes, group_commits, ("cluster", "group_id"), "join_completed_at", "record_at", "last_before"

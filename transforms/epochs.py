@@ -85,8 +85,11 @@ def topic_names(consumer_group_records: DataFrame, offset_commits: DataFrame, to
         .select("cluster", F.explode("topic_names").alias("t"))
         .select("cluster", "t.topic_id", F.col("t.topic_name").alias("topic"), F.lit(SOURCE_PARTITION_METADATA))
     )
-    from_commits = offset_commits.where(F.col("topic_id").isNotNull()).select(
-        "cluster", "topic_id", "topic", F.lit(SOURCE_OFFSET_COMMIT)
+    # Distinct first: a broker that writes topic ids writes one with every commit.
+    from_commits = (
+        offset_commits.where(F.col("topic_id").isNotNull())
+        .select("cluster", "topic_id", "topic", F.lit(SOURCE_OFFSET_COMMIT))
+        .distinct()
     )
     candidates = (
         from_metadata.toDF("cluster", "topic_id", "topic", "source")

@@ -49,6 +49,22 @@ def _days(activity: DataFrame, as_of: date | None) -> DataFrame:
     )
 
 
+def _last_commit_candidates(commits: DataFrame) -> DataFrame:
+    """(group, record_at): each day's last commit time, and its first when that is exactly midnight.
+
+    The latest commit at or before a day's end (the next midnight) is one of these: the last of some
+    day up to that one, or a commit at the very midnight that ends it. A few rows per group and day
+    stand in for every commit time in the as-of lookup.
+    """
+    per_day = commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
+        F.max("record_at").alias("last_at"), F.min("record_at").alias("first_at")
+    )
+    at_midnight = per_day.where(F.col("first_at") == F.col("day").cast("timestamp"))
+    return per_day.select(*GROUP, F.col("last_at").alias("record_at")).unionByName(
+        at_midnight.select(*GROUP, F.col("first_at").alias("record_at"))
+    )
+
+
 def _activity(commits: DataFrame, rebalances: DataFrame) -> DataFrame:
     per_day_commits = commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
         F.count(F.lit(1)).alias("commit_count")
@@ -100,9 +116,8 @@ def group_daily(
         group_records.select(*GROUP, F.col("recorded_at").alias("at"))
     )
     days = _days(activity, as_of)
-    commit_times = commits.select(*GROUP, "record_at").distinct()
     ends = latest_at_or_before(
-        latest_at_or_before(days, commit_times, GROUP, "day_end", "record_at", "last_commit"),
+        latest_at_or_before(days, _last_commit_candidates(commits), GROUP, "day_end", "record_at", "last_commit"),
         group_records,
         GROUP,
         "day_end",
