@@ -4,7 +4,9 @@ The lock is a file created with overwrite disabled through Hadoop's FileSystem, 
 local disks and HDFS (and on S3A with conditional writes), so it guards runs on different machines
 too. A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
 provably dead (same host, process gone), older than the configured maximum age, or never written (a
-run killed between creating the file and writing it: empty past a minute).
+run killed between creating the file and writing it: empty past a minute). A run that finds a lock
+not written yet waits, at most that minute, to see which it is, rather than refuse a run for a lock
+that nobody may hold.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -90,7 +93,7 @@ class RunLock:
     def acquire(self) -> None:
         if self._create():
             return
-        current = self._read()
+        current = self._wait_while_unwritten(self._read())
         if current is None or current.is_dead(datetime.now(UTC), self._max_age, self.holder.host):
             self.took_over = current
             self._fs.delete(self._path, False)
@@ -103,6 +106,18 @@ class RunLock:
             f"{who}. Nothing was changed; run again when it has finished. If it is dead and this persists, "
             f"delete {self._path.toString()}"
         )
+
+    def _wait_while_unwritten(self, current: Holder | None) -> Holder | None:
+        """A lock file not written yet belongs to a run that is just starting (written within
+        milliseconds) or to one killed before writing it (never written): polled until it is written or
+        its grace has passed."""
+        while current is not None and current.run_id == TORN_LOCK_RUN_ID:
+            remaining = (current.started_at + TORN_LOCK_GRACE - datetime.now(UTC)).total_seconds()
+            if remaining <= 0:
+                break
+            time.sleep(min(remaining, 1.0))
+            current = self._read()
+        return current
 
     def release(self) -> None:
         current = self._read()

@@ -45,6 +45,7 @@ decoder_jar="jvm/spark/jars/groupscope-decoder.jar"
 want="$(stamp_of jvm/decoder/src/groupscope/*.java pyproject.toml)"
 if [[ ! -f "$decoder_jar" || "$(cat jvm/spark/jars/.decoder-stamp 2>/dev/null)" != "$want" ]]; then
   echo "bootstrap: compiling the decoder's Java fast path (jvm/decoder)" >&2
+  command -v javac >/dev/null || { echo "bootstrap: javac not found: install a Java 17 JDK, not only a JRE" >&2; exit 1; }
   pyspark_jars="$("$venv/bin/python" -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')"
   classes="$(mktemp -d)"
   javac -nowarn --release 17 -cp "$pyspark_jars/*" -d "$classes" jvm/decoder/src/groupscope/*.java

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -77,19 +78,46 @@ def test_the_lock_of_a_dead_run_is_taken_over(spark, config):
     assert not Path(lock_path(config)).exists(), "the run released the lock it took over"
 
 
-def test_a_lock_file_left_empty_by_a_killed_run_is_taken_over_after_a_minute(spark, config):
-    # A run killed between creating its lock file and writing it leaves the file empty.
+def empty_lock_created(config, seconds_ago: float) -> Path:
+    """The lock file of a run killed between creating it and writing it: empty."""
     path = Path(lock_path(config))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"")
-    with pytest.raises(RunRefused, match="unknown run"), JobRun(spark, config, "history"):
-        pass
-    a_minute_ago = (datetime.now(UTC) - timedelta(seconds=61)).timestamp()
-    os.utime(path, (a_minute_ago, a_minute_ago))
+    created = (datetime.now(UTC) - timedelta(seconds=seconds_ago)).timestamp()
+    os.utime(path, (created, created))
+    return path
+
+
+def test_a_lock_file_left_empty_by_a_killed_run_is_taken_over_after_a_minute(spark, config):
+    path = empty_lock_created(config, seconds_ago=61)
     with JobRun(spark, config, "history") as run:
         pass
     assert run.exit_code == 0
     assert not path.exists(), "the run released the lock it took over"
+
+
+def test_a_run_waits_out_a_lock_file_not_written_yet_then_takes_it_over(spark, config):
+    # Its creator may be a run just starting: the run waits the rest of the minute, then takes over.
+    path = empty_lock_created(config, seconds_ago=58)
+    with JobRun(spark, config, "history") as run:
+        assert json.loads(path.read_text())["run_id"] == run.run_id
+    assert run.exit_code == 0
+    assert not path.exists()
+
+
+def test_a_lock_file_written_while_a_run_waits_is_respected(spark, config):
+    path = empty_lock_created(config, seconds_ago=50)
+    holder = threading.Timer(
+        2.0, write_lock, args=(config,), kwargs={"host": "another-host", "pid": 1, "started_at": datetime.now(UTC)}
+    )
+    holder.start()
+    try:
+        with pytest.raises(RunRefused, match="another-host"), JobRun(spark, config, "history"):
+            pass
+    finally:
+        holder.join()
+    assert json.loads(path.read_text())["host"] == "another-host", "the refused run left the holder's lock alone"
+    path.unlink()
 
 
 def test_a_live_run_elsewhere_is_respected_until_it_is_too_old(spark, config):
