@@ -9,7 +9,12 @@ Each capture `<out>/kafka-<version>/<scenario>/` holds:
   describe.txt              kafka-consumer-groups --describe --all-groups
   describe-members.txt      ... --members --verbose
   describe-state.txt        ... --state
-  end_offsets.json          {"observed_at_ms": ..., "offsets": {topic: {partition: end offset}}}
+  end_offsets.json          {"observed_at_ms": ..., "offsets": {topic: {partition: end offset}}, "series":
+                            [{"observed_at_ms", "answered_at_ms", "offsets"}, ...]}: the last snapshot,
+                            taken just before the descriptions, and the ones taken every second or so
+                            in the background throughout the scenario
+  record_timestamps.json    {topic: {partition: [[offset, timestamp_ms], ...]}}: every record of those
+                            topics, read from the topics (a deleted topic just before its deletion)
   scenario.json             the ground truth: driver and member events, expectations, and a check of
                             the expected generations against the group records Kafka decoded
 Members still running at the end are described live, then the broker is stopped cleanly (segments
@@ -30,6 +35,7 @@ from lab.broker import KAFKA_VERSIONS, REPO_ROOT, Broker
 from lab.driver import ScenarioLog
 from lab.dump import check_expectations, group_history
 from lab.scenarios import SCENARIO_MODULES, scenario
+from lab.snapshots import EndOffsetSeries, record_timestamps
 
 DEFAULT_OUT = REPO_ROOT / "tests" / "captures"
 WORK_ROOT = REPO_ROOT / ".lab" / "capture"
@@ -45,14 +51,22 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     broker = Broker(version, workdir / "broker", settings=settings)
     record = ScenarioLog(name, broker.kafka_version, workdir)
     broker.start()
+    series = EndOffsetSeries(broker.bootstrap_servers, lambda: frozenset(record.topics))
     try:
-        module.run(broker, record)
+        series.start()
+        try:
+            module.run(broker, record)
+        finally:
+            snapshots = series.stop()
+        # The last snapshot is taken on its own, just before the descriptions, so the tests can compare
+        # it with the end offsets kafka-consumer-groups --describe printed.
         end_offsets = {"observed_at_ms": int(time.time() * 1000), "offsets": broker.end_offsets(sorted(record.topics))}
         describe = {
             "describe.txt": broker.describe_groups(),
             "describe-members.txt": broker.describe_members(),
             "describe-state.txt": broker.describe_state(),
         }
+        timestamps = record.deleted_topic_records | record_timestamps(broker.bootstrap_servers, record.topics)
     finally:
         try:
             broker.stop()
@@ -69,7 +83,8 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     (staged / "dump-offsets.txt").write_text(dump)
     for file_name, text in describe.items():
         (staged / file_name).write_text(text)
-    (staged / "end_offsets.json").write_text(json.dumps(end_offsets, indent=2) + "\n")
+    (staged / "end_offsets.json").write_text(end_offsets_json(end_offsets, snapshots))
+    (staged / "record_timestamps.json").write_text(record_timestamps_json(timestamps))
     truth = record.as_json()
     truth["group_history"] = group_history(dump)
     truth["checks"] = check_expectations(truth["expected"], truth["group_history"])
@@ -78,6 +93,7 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(staged, target)
+    print(f"  {len(snapshots)} end-offset snapshots ({series.failed} failed polls)", flush=True)
     failed = [check for check in truth["checks"] if not check["ok"]]
     size_kb = sum(path.stat().st_size for path in target.rglob("*") if path.is_file()) / 1024
     print(
@@ -89,6 +105,33 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     for check in failed:
         print(f"  NOT SEEN: {check}", flush=True)
     return target
+
+
+def end_offsets_json(final: dict, series: list[dict]) -> str:
+    """The final snapshot at the top (what older captures held alone), the series under "series", one
+    snapshot a line so the file stays readable."""
+    lines = ",\n".join(f"    {json.dumps(snapshot, separators=(',', ':'))}" for snapshot in series)
+    return (
+        "{\n"
+        f'  "observed_at_ms": {final["observed_at_ms"]},\n'
+        f'  "offsets": {json.dumps(final["offsets"], sort_keys=True)},\n'
+        f'  "series": [\n{lines}\n  ]\n'
+        "}\n"
+    )
+
+
+def record_timestamps_json(timestamps: dict[str, dict[str, list[list[int]]]]) -> str:
+    """{topic: {partition: [[offset, timestamp_ms], ...]}}, one partition a line."""
+    parts = [
+        f"  {json.dumps(topic)}: {{\n"
+        + ",\n".join(
+            f"    {json.dumps(partition)}: {json.dumps(records, separators=(',', ':'))}"
+            for partition, records in sorted(partitions.items(), key=lambda item: int(item[0]))
+        )
+        + "\n  }"
+        for topic, partitions in sorted(timestamps.items())
+    ]
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
+from lab.snapshots import record_timestamps
 
 WAIT_DEADLINE_S = 60
 POLL_INTERVAL_S = 0.2
@@ -49,6 +50,9 @@ class ScenarioLog:
     expected: list[dict] = field(default_factory=list)
     topics: set[str] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
+    # {topic: {partition: [[offset, timestamp_ms], ...]}} of topics deleted during the scenario, read just
+    # before the deletion (the capture reads the others at the end): the truth time lag is checked against.
+    deleted_topic_records: dict[str, dict] = field(default_factory=dict)
     still_running: list[Callable[[], None]] = field(default_factory=list)
 
     def event(self, event: str, **details) -> None:
@@ -117,6 +121,7 @@ class Lab:
         self.record.event("partitions_added", topic=name, partitions=total)
 
     def delete_topic(self, name: str) -> None:
+        self.record.deleted_topic_records[name] = record_timestamps(self.broker.bootstrap_servers, [name])[name]
         self.admin.delete_topics([name])[name].result(30)
         self.wait_for(f"topic {name} deleted", lambda: name not in self.admin.list_topics(timeout=10).topics)
         self.partitions.pop(name)
