@@ -2,6 +2,7 @@
 
     spark-submit.sh end_offsets [--conf conf/<env>.toml] [--cluster NAME]    # a live snapshot; every few minutes
     spark-submit.sh end_offsets --from-files PATH...                        # lab captures' end_offsets.json
+                                                                            # (the final snapshot and its series)
 
 A live snapshot asks the cluster (Kafka's AdminClient, ListOffsets with OffsetSpec.latest) through the
 same connection settings as the capture ([capture], [capture.kafka], [capture.secrets]); all its rows
@@ -54,18 +55,23 @@ snapshot_schema = StructType([field for field in end_offsets_schema.fields if fi
 
 
 def load_end_offset_files(spark: SparkSession, paths: Iterable[Path | str]) -> DataFrame:
-    """Lab captures' end offsets ({"observed_at_ms": ..., "offsets": {topic: {partition: offset}}}) as
-    snapshot rows (topic, partition, end_offset, observed_at). A directory is searched for end_offsets.json."""
-    rows = []
-    for path in _end_offset_files(paths):
-        snapshot = json.loads(path.read_text())
-        observed_at = datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, tz=UTC)
-        rows += [
-            (topic, int(partition), int(end_offset), observed_at)
-            for topic, partitions in snapshot["offsets"].items()
-            for partition, end_offset in partitions.items()
-        ]
+    """Lab captures' end offsets as snapshot rows (topic, partition, end_offset, observed_at). A directory
+    is searched for end_offsets.json."""
+    rows = [row for path in _end_offset_files(paths) for row in end_offset_file_rows(json.loads(path.read_text()))]
     return spark.createDataFrame(rows, snapshot_schema)
+
+
+def end_offset_file_rows(document: dict) -> list[tuple]:
+    """The snapshots of one end_offsets.json as (topic, partition, end_offset, observed_at) rows: the one
+    at the top ({"observed_at_ms": ..., "offsets": {topic: {partition: offset}}}, all older captures
+    hold) and those under "series" if present (the same shape, taken throughout the scenario; other keys
+    such as "answered_at_ms" are not stored)."""
+    return [
+        (topic, int(partition), int(end_offset), datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, tz=UTC))
+        for snapshot in [*document.get("series", []), document]
+        for topic, partitions in snapshot["offsets"].items()
+        for partition, end_offset in partitions.items()
+    ]
 
 
 def _end_offset_files(paths: Iterable[Path | str]) -> list[Path]:

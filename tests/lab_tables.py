@@ -15,6 +15,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import load_config
+from jobs.end_offsets import end_offset_file_rows
 from jobs.history import GoldSettings, build_history, gold_rows, materialized
 from jobs.ingest import read_inputs
 from jobs.metrics import build_metrics
@@ -38,13 +39,16 @@ class Capture:
         return json.loads((self.path / "scenario.json").read_text())
 
     def end_offset_rows(self) -> list[tuple]:
-        snapshot = json.loads((self.path / "end_offsets.json").read_text())
-        observed_at = datetime.fromtimestamp(snapshot["observed_at_ms"] / 1000, UTC)
-        return [
-            (self.cluster, topic, int(partition), offset, observed_at)
-            for topic, partitions in snapshot["offsets"].items()
-            for partition, offset in partitions.items()
-        ]
+        """Every snapshot of the capture (the series and the final one), read as `end_offsets --from-files`
+        reads them."""
+        document = json.loads((self.path / "end_offsets.json").read_text())
+        return [(self.cluster, *row) for row in end_offset_file_rows(document)]
+
+    @property
+    def final_observed_at(self) -> datetime:
+        """The snapshot taken just before kafka-consumer-groups --describe."""
+        document = json.loads((self.path / "end_offsets.json").read_text())
+        return datetime.fromtimestamp(document["observed_at_ms"] / 1000, UTC)
 
 
 def all_captures() -> list[Capture]:

@@ -1,9 +1,10 @@
 """At the end of every lab scenario, the tables say what `kafka-consumer-groups --describe` said.
 
 The lab ran `kafka-consumer-groups --describe --all-groups` against the live broker right before it
-stopped, and snapshotted the end offsets at that moment. For every partition Kafka listed, the gold
-tables at that snapshot must give the same committed offset, end offset, lag and current owner (member
-id, host, client id); and they must list no partition Kafka did not.
+stopped, and snapshotted the end offsets at that moment (the last of the capture's snapshots). For every
+partition Kafka listed, the gold tables at that snapshot must give the same committed offset, end
+offset, lag and current owner (member id, host, client id); and they must list no partition Kafka did
+not.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def tables_describe(lab, capture: Capture) -> dict[tuple[str, str, int], tuple]:
     """The same view from the gold tables: lag at the capture's end-offset snapshot, and the owners of the
     live generation, for every group not deleted (groups that only commit have no generation at all)."""
     cluster = F.col("cluster") == F.lit(capture.cluster)
+    # The capture holds snapshots from the whole scenario; the description was taken at the last one.
+    at_description = cluster & (F.col("observed_at") == F.lit(capture.final_observed_at))
     latest = (
         lab["generations"].where(cluster).groupBy("group_id").agg(F.max_by("state", "source_offset").alias("state"))
     )
@@ -63,10 +66,12 @@ def tables_describe(lab, capture: Capture) -> dict[tuple[str, str, int], tuple]:
     )
     lag = (
         lab["lag"]
-        .where(cluster)
+        .where(at_description)
         .select("group_id", "topic", "partition", "committed_offset", "end_offset", "offset_lag")
     )
-    end_offsets = lab["end_offsets"].where(cluster).select("topic", "partition", F.col("end_offset").alias("log_end"))
+    end_offsets = (
+        lab["end_offsets"].where(at_description).select("topic", "partition", F.col("end_offset").alias("log_end"))
+    )
     described = (
         lag.join(owners, on=["group_id", "topic", "partition"], how="full")
         .join(deleted_groups, on="group_id", how="left_anti")
