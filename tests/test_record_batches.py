@@ -369,20 +369,27 @@ def test_truncation_at_every_byte_never_raises_and_keeps_every_batch_before_the_
         assert_bytes_accounted_for(segment[:cut], items)
 
 
-def test_bit_flips_never_raise_are_caught_under_the_checksum_and_lose_no_bytes():
+def test_a_bit_flip_anywhere_loses_at_most_its_own_batch():
     segment, starts = mixed_segment()
     whole = list(read_segment_bytes(segment))
     for bit in range(len(segment) * 8):
         flipped = bytearray(segment)
         flipped[bit // 8] ^= 1 << (bit % 8)
         items = list(read_segment_bytes(bytes(flipped)))
-        start = max(s for s in starts[:-1] if s <= bit // 8)
-        before = [item for item in items if item.batch_position < start]
-        assert identities(before) == identities([item for item in whole if item.batch_position < start]), bit
-        # Outside the checksum: offset and length (framing), and v2's partitionLeaderEpoch.
-        if bit // 8 - start >= (16 if segment[start + 16] == 2 else 12):
+        index = max(i for i, s in enumerate(starts[:-1]) if s <= bit // 8)
+        start, end = starts[index], starts[index + 1]
+        # Every other batch, before and after, reads as in the undamaged file: a flipped length or
+        # magic (outside every checksum) costs only its own batch.
+        others = [item for item in items if item.batch_position != start]
+        assert identities(others) == identities([item for item in whole if item.batch_position != start]), bit
+        # Outside the checksum: offset and length (framing), and v2's partitionLeaderEpoch. A wrong
+        # length is still caught: the checksum is then computed over the wrong bytes.
+        at = bit // 8 - start
+        if at >= (16 if segment[start + 16] == 2 else 12) or 8 <= at < 12:
             assert start not in {item.batch_position for item in good(items)}, bit
-            assert start in {item.batch_position for item in errors(items)}, bit
+            assert [(item.batch_position, item.raw) for item in errors(items)] == [(start, flipped[start:end])], bit
+        else:
+            assert errors(items) == [], bit
         assert_bytes_accounted_for(bytes(flipped), items)
 
 
@@ -405,20 +412,36 @@ def test_a_bad_crc_is_one_error_item_holding_the_batch_and_neighbours_still_read
 @pytest.mark.parametrize(
     ("length", "reason"),
     [
-        (0x7FFFFFFF, "batchLength 2147483647 runs past the"),
+        (0x7FFFFFFF, "batchLength 2147483647 runs past the 220 bytes left"),
         (-1, "batchLength -1 is below the minimum 49"),
         (10, "batchLength 10 is below the minimum 49"),
+        (110, "CRC-32C mismatch: stored 0x0a99b9f4, computed 0x528e3902"),  # within the file: 6 bytes too long
     ],
 )
-def test_an_absurd_batch_length_ends_the_file_with_one_item_holding_the_rest(length, reason):
+def test_an_absurd_batch_length_is_one_fragment_and_the_next_batch_still_reads(length, reason):
     bad = bytearray(DATA_BATCH)
     bad[8:12] = struct.pack(">i", length)
     segment = TOMBSTONE_BATCH + bytes(bad) + DATA_BATCH
     items = list(read_segment_bytes(segment))
+    assert [item.offset for item in good(items)] == [102, 100]
+    (error,) = errors(items)
+    assert error.raw == bytes(bad) and error.batch_position == len(TOMBSTONE_BATCH)
+    assert error.error == (
+        f"batch at position 92 (base offset 100, magic 2): {reason}; reading resumes at the next batch whose"
+        " checksum holds, at position 208: bytes 92 to 208 (116 bytes) are kept as one unreadable fragment"
+    )
+
+
+def test_an_absurd_batch_length_with_nothing_sound_after_it_keeps_the_rest_of_the_file():
+    bad = bytearray(DATA_BATCH)
+    bad[8:12] = struct.pack(">i", 10)
+    bad[-1] ^= 1  # the batch after it is damaged too: nothing sound is left to resynchronise on
+    segment = TOMBSTONE_BATCH + bytes(bad) + bytes(bad)
+    items = list(read_segment_bytes(segment))
     assert [item.offset for item in good(items)] == [102]
     (error,) = errors(items)
-    assert reason in error.error and "unreadable from here" in error.error
     assert error.raw == segment[len(TOMBSTONE_BATCH) :]
+    assert error.error.endswith(": unreadable from here; the rest of the file, bytes 92 to 324, is kept as raw")
 
 
 def test_unknown_magic_is_one_error_item_and_reading_goes_on():

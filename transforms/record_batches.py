@@ -24,20 +24,20 @@ from pathlib import Path
 
 import crc32c
 
+from transforms.batch_resync import FRAMING as _FRAMING
+from transforms.batch_resync import LEGACY_CRC_START as _LEGACY_CRC_START
+from transforms.batch_resync import LEGACY_MIN_SIZE as _LEGACY_MIN_SIZE
+from transforms.batch_resync import LOG_OVERHEAD as _LOG_OVERHEAD
+from transforms.batch_resync import MIN_LENGTH as _MIN_LENGTH
+from transforms.batch_resync import V2_CRC_START as _V2_CRC_START
+from transforms.batch_resync import checksum_holds, lengths_lead_to, next_sound_batch
 from transforms.compression import CODEC_NAMES, CorruptRecordError, decompress
 
-# Every magic starts with int64 offset, int32 length; magic is byte 16 (after the leader epoch or CRC).
-_FRAMING = struct.Struct(">qi4xb")
-_LOG_OVERHEAD = 12
 # RecordBatch v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
 _V2_HEADER = struct.Struct(">qiibIHiqqqhii")
-_V2_CRC_START = 21  # the CRC-32C covers attributes through the last record
 # Legacy message: offset, size, crc, magic, attributes, then [timestamp] and the key/value lengths.
 _LEGACY_HEADER = struct.Struct(">qiIbb")
-_LEGACY_CRC_START = 16  # the CRC-32 covers magic through the end of the value
-_LEGACY_MIN_SIZE = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key length, value length
-_MIN_LENGTH = {2: _V2_HEADER.size - _LOG_OVERHEAD, **_LEGACY_MIN_SIZE}
 _INT16_PAIR = struct.Struct(">hh")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -46,7 +46,6 @@ _CODEC_MASK, _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x07, 0x08, 0x10, 0x20
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 TXN_COMMITTED, TXN_ABORTED, TXN_PENDING = "committed", "aborted", "pending"
 CREATE_TIME, LOG_APPEND_TIME = "create_time", "log_append_time"
-_UNREADABLE_REST = ": unreadable from here; the rest of the file is kept as raw"  # ends reading of the file
 _AS_IS = "as is"  # a waiting batch that is not transactional
 _PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(\d+)")
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
@@ -310,6 +309,7 @@ def _batch_error(reason: str, raw: bytes, partition, source_file, pos: int, offs
 def _segment_batches(data: bytes, partition: int | None, source_file: str | None) -> Iterator[list]:
     """Per batch, in file order: its records, its transaction markers, or one error item."""
     pos, size = 0, len(data)
+    resume = None  # after damage: (next sound batch or the file's end, whether lengths lead there)
     while pos < size:
         # log.preallocate=true leaves a zero-filled tail after the last batch: no data, not damage.
         # (Shorter zero runs are kept as errors: they may be a torn header of a batch at offset 0.)
@@ -317,31 +317,56 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
         is_zero_length = data[pos + 8 : pos + _LOG_OVERHEAD] == b"\0\0\0\0"
         if size - pos >= _LOG_OVERHEAD and is_zero_length and data.count(0, pos) == size - pos:
             return
-        if size - pos < _FRAMING.size:
-            offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
-            message = f"truncated header ({size - pos} bytes; offset, length and magic need {_FRAMING.size})"
-            message += _UNREADABLE_REST
-            yield [_batch_error(message, data[pos:], partition, source_file, pos, offset)]
-            return
-        base_offset, length, magic = _FRAMING.unpack_from(data, pos)
-        minimum, available = _MIN_LENGTH.get(magic, _LEGACY_MIN_SIZE[0]), size - pos - _LOG_OVERHEAD
-        if length < minimum or length > available:
-            problem = f"is below the minimum {minimum}" if length < minimum else f"runs past the {available} bytes left"
-            message = f"batchLength {length} {problem}" + _UNREADABLE_REST
-            yield [_batch_error(message, data[pos:], partition, source_file, pos, base_offset, magic)]
-            return
-        end = pos + _LOG_OVERHEAD + length
-        try:
-            if magic == 2:
-                yield _v2_batch(data, pos, end, partition, source_file)
-            elif magic in _LEGACY_MIN_SIZE:
-                yield _legacy_batch(data, pos, end, partition, source_file)
-            else:
-                raise CorruptRecordError("unknown magic, expected 0, 1 or 2")
-        except (CorruptRecordError, IndexError, struct.error) as error:
-            reason = "a field runs past the end of its batch" if isinstance(error, IndexError) else str(error)
-            yield [_batch_error(reason, data[pos:end], partition, source_file, pos, base_offset, magic)]
-        pos = end
+        base_offset, magic, end, reason = _frame(data, pos)
+        if reason is None:
+            try:
+                if magic == 2:
+                    yield _v2_batch(data, pos, end, partition, source_file)
+                elif magic in _LEGACY_MIN_SIZE:
+                    yield _legacy_batch(data, pos, end, partition, source_file)
+                else:
+                    raise CorruptRecordError("unknown magic, expected 0, 1 or 2")
+                pos = end
+                continue
+            except (CorruptRecordError, IndexError, struct.error) as error:
+                reason = "a field runs past the end of its batch" if isinstance(error, IndexError) else str(error)
+            if checksum_holds(data, pos):  # the checksum vouches for the length: only this batch is lost
+                yield [_batch_error(reason, data[pos:end], partition, source_file, pos, base_offset, magic)]
+                pos = end
+                continue
+        if resume is None or resume[0] <= pos:
+            target = next_sound_batch(data, pos + 1)
+            target = size if target is None else target
+            resume = (target, lengths_lead_to(data, pos, target))
+        target, is_chained = resume
+        if is_chained:  # the lengths lead to the next sound batch: this batch's own is right
+            stop = end
+        elif target < size:
+            stop = target
+            reason += (
+                f"; reading resumes at the next batch whose checksum holds, at position {target}:"
+                f" bytes {pos} to {target} ({target - pos} bytes) are kept as one unreadable fragment"
+            )
+        else:
+            stop = size
+            reason += f": unreadable from here; the rest of the file, bytes {pos} to {size}, is kept as raw"
+        yield [_batch_error(reason, data[pos:stop], partition, source_file, pos, base_offset, magic)]
+        pos = stop
+
+
+def _frame(data: bytes, pos: int) -> tuple[int | None, int | None, int, str | None]:
+    """(base offset, magic, end, None) of the batch at `pos`, or what is known and why it cannot frame."""
+    size = len(data)
+    if size - pos < _FRAMING.size:
+        offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
+        reason = f"truncated header ({size - pos} bytes; offset, length and magic need {_FRAMING.size})"
+        return offset, None, size, reason
+    base_offset, length, magic = _FRAMING.unpack_from(data, pos)
+    minimum, available = _MIN_LENGTH.get(magic, _LEGACY_MIN_SIZE[0]), size - pos - _LOG_OVERHEAD
+    if length < minimum or length > available:
+        problem = f"is below the minimum {minimum}" if length < minimum else f"runs past the {available} bytes left"
+        return base_offset, magic, size, f"batchLength {length} {problem}"
+    return base_offset, magic, pos + _LOG_OVERHEAD + length, None
 
 
 def _resolve_transactions(batches: Iterable[list]) -> Iterator[LogRecord]:
