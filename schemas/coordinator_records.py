@@ -8,15 +8,22 @@ shared/reference/kafka-record-formats.md (sections 3-7). Types 3-24 are flexible
 
 from __future__ import annotations
 
-from schemas.layouts import Field, Message, RecordType
+from schemas.layouts import ZERO_UUID, Field, Message, RecordType
 
 F = Field
 
 GROUP_ID = F("group_id", "string")
 MEMBER_ID = F("member_id", "string")
 TOPIC_PARTITIONS = (F("topic_id", "uuid"), F("partitions", "[]int32"))
-# KIP-1251 (4.3+): per-partition assignment epochs, a tagged nullable array.
-ASSIGNMENT_EPOCHS = F("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+", default=None)
+# Per-partition assignment epochs (the epoch each partition was assigned in), a tagged nullable array.
+# Kafka's specs declare it `"default": null`, a JSON null, which Kafka's generator reads as no default:
+# an absent field is an empty list (standby and warm-up tasks are written without it) and is not printed;
+# only a null written on the wire is null. So no `default=` here (see schemas.layouts.default_value).
+# Streams (type 22) has it since 4.1/4.2. Consumer groups (type 8) gained it in 4.3 (KIP-1251) as a new
+# tag in the same value version 0, so nothing in a record says which release wrote it: it is declared as
+# 4.3 declares it, which reads every older record the way that release reads it too (a 4.2.1 writer never
+# sets tag 0, so the field is absent, takes its default and is not printed, as 4.2.1 prints it).
+ASSIGNMENT_EPOCHS = F("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+")
 TOPIC_PARTITIONS_WITH_EPOCHS = (*TOPIC_PARTITIONS, ASSIGNMENT_EPOCHS)
 ASSIGNMENT_TIMESTAMP = F("assignment_timestamp", "int64", tag=0, tagged_versions="0+", default=0)
 KEY_VALUE = (F("key", "string"), F("value", "string"))
@@ -57,7 +64,7 @@ OFFSET_COMMIT_VALUE = Message(
         F("metadata", "string"),
         F("commit_timestamp", "int64"),
         F("expire_timestamp", "int64", versions="1", default=-1),
-        F("topic_id", "uuid", versions="4+", tag=0, tagged_versions="4+", default="AAAAAAAAAAAAAAAAAAAAAA"),
+        F("topic_id", "uuid", versions="4+", tag=0, tagged_versions="4+", default=ZERO_UUID),
     ),
 )
 GROUP_METADATA_VALUE = Message(
@@ -102,8 +109,7 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = flexible_v0(
         "struct",
         nullable_versions="0+",
         tag=0,
-        tagged_versions="0+",
-        default=None,
+        tagged_versions="0+",  # `"default": null` in Kafka's spec: no default (an empty struct)
         fields=(
             F("session_timeout_ms", "int32"),
             F("supported_protocols", "[]struct", fields=(F("name", "string"), F("metadata", "bytes"))),
@@ -335,8 +341,7 @@ RECORD_TYPES: dict[int, RecordType] = {
                     "[]struct",
                     nullable_versions="0+",
                     tag=1,
-                    tagged_versions="0+",
-                    default=None,
+                    tagged_versions="0+",  # `"default": null` in Kafka's spec: no default (empty)
                     fields=KEY_VALUE,
                 ),
                 F("stored_description_topology_epoch", "int32", tag=2, tagged_versions="0+", default=-1),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 NO_DEFAULT = object()
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID as Uuid.toString() prints it
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,25 @@ class RecordType:
     def __post_init__(self) -> None:
         object.__setattr__(self, "key_fields", tuple(self.key_fields))
         object.__setattr__(self, "value_variants", tuple(self.value_variants))
+
+
+def default_value(field: Field, version: int, flexible: bool) -> object:
+    """The value Kafka's generated code gives a field it did not read: the declared default, else the
+    zero of its type (an empty array, "", 0, the all-zero uuid, a struct of its fields' defaults).
+
+    Kafka's generator reads a JSON `"default": null` as no default at all (so an absent
+    `"type": "[]int32", "nullableVersions": "0+", "default": null` field is an empty list, not null);
+    only the string `"default": "null"` means null. Declarations follow Kafka's meaning: `default=None`
+    only where Kafka's spec says `"null"`."""
+    if field.default is not NO_DEFAULT:
+        return field.default
+    if field.type.startswith("[]"):
+        return []
+    if field.type == "struct":
+        return {
+            member.name: default_value(member, version, flexible)
+            for member in field.fields
+            if version in VersionRange.parse(member.versions)
+            and not (flexible and member.tag is not None and version in VersionRange.parse(member.tagged_versions))
+        }
+    return {"string": "", "bytes": b"", "uuid": ZERO_UUID}.get(field.type, 0)

@@ -17,11 +17,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 KAFKA_JARS = {"4": REPO_ROOT / "jvm" / "kafka-4" / "jars", "3.9": REPO_ROOT / "jvm" / "kafka-3.9" / "jars"}
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
 
-# Fields groupscope adds beyond Kafka's JSON (the payload versions, decoded assignor and Connect data).
+# Fields only groupscope adds next to what Kafka prints (the decoded assignor user data, beside the
+# `user_data` bytes Kafka prints; the decoded Connect payloads, beside the `subscription`/`assignment`
+# bytes Kafka prints), and the payload `version` of a decoded ConsumerProtocol subscription/assignment
+# (Kafka reads it and prints only the fields). Nothing Kafka prints is dropped or rewritten: a field
+# Kafka prints and we do not, or print differently, is a mismatch.
 GROUPSCOPE_EXTRAS = {"assignor_user_data", "connect_subscription", "connect_assignment"}
-# Tagged fields declared after the oracle's Kafka release (KIP-1251, 4.3): 4.2.1 cannot print them,
-# so ours are dropped from the comparison when they hold their null default.
-NEWER_THAN_ORACLE = {"assignment_epochs"}
 
 _RECORD_LINE = re.compile(r"^\| offset: (?P<offset>\d+) ")
 _DUMPING = re.compile(r"^Dumping (?P<path>.+)$")
@@ -85,11 +86,7 @@ def parse_dump(text: str) -> dict[tuple[str, int], dict]:
 def without_extras(value: object) -> object:
     """Our decoded value in the shape Kafka prints: no groupscope extras, no payload version."""
     if isinstance(value, dict):
-        return {
-            key: without_extras(item)
-            for key, item in value.items()
-            if key not in GROUPSCOPE_EXTRAS and not (key in NEWER_THAN_ORACLE and item is None)
-        }
+        return {key: without_extras(item) for key, item in value.items() if key not in GROUPSCOPE_EXTRAS}
     if isinstance(value, list):
         return [without_extras(item) for item in value]
     return value

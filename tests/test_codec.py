@@ -358,9 +358,47 @@ def test_kip848_worked_examples():
         "member_epoch": 5,
         "previous_member_epoch": 4,
         "state": 0,
-        "assigned_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 1], "assignment_epochs": None}],
+        # No tag 0 on the wire: assignment_epochs takes its default (an empty list) and, as in Kafka's
+        # JSON, a tagged field at its default is not in the record.
+        "assigned_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 1]}],
         "partitions_pending_revocation": [],
     }
+
+
+def task_ids(subtopology: str, partitions: list[int], tagged: dict[int, bytes] | None = None) -> bytes:
+    return compact_string(subtopology) + compact_array(partitions, i32) + tags(tagged)
+
+
+def streams_current_assignment(active: bytes, standby: bytes) -> bytes:
+    empty = compact_array([], bytes)
+    return i16(0) + i32(7) + i32(6) + i8(1) + active + standby + empty * 4 + tags()
+
+
+@pytest.mark.parametrize(
+    ("standby_tags", "expected_standby"),
+    [
+        (None, {"subtopology_id": "1", "partitions": [2]}),  # absent: an empty list, not printed
+        ({0: compact_array([], i32)}, {"subtopology_id": "1", "partitions": [2]}),  # empty = the default
+        ({0: compact_array(None, i32)}, {"subtopology_id": "1", "partitions": [2], "assignment_epochs": None}),
+        ({0: compact_array([5], i32)}, {"subtopology_id": "1", "partitions": [2], "assignment_epochs": [5]}),
+    ],
+)
+def test_streams_current_assignment_epochs_default_to_an_empty_list(standby_tags, expected_standby):
+    active = compact_array([task_ids("0", [0, 1], {0: compact_array([3, 7], i32)})], bytes)
+    standby = compact_array([task_ids("1", [2], standby_tags)], bytes)
+    decoded = decode_ok(i16(22) + string("app") + string("m1"), streams_current_assignment(active, standby))
+    assert decoded.value["active_tasks"] == [{"subtopology_id": "0", "partitions": [0, 1], "assignment_epochs": [3, 7]}]
+    assert decoded.value["standby_tasks"] == [expected_standby]
+
+
+def test_consumer_current_assignment_epochs_written_by_kafka_4_3_are_read():
+    partitions = compact_array([0, 1], i32) + tags({0: compact_array([4, 5], i32)})
+    value = i16(0) + i32(5) + i32(4) + i8(0) + compact_array([TOPIC_UUID.bytes + partitions], bytes)
+    value += compact_array([], bytes) + tags()
+    decoded = decode_ok(h("00080002636700026d31"), value)
+    assert decoded.value["assigned_partitions"] == [
+        {"topic_id": TOPIC_ID, "partitions": [0, 1], "assignment_epochs": [4, 5]}
+    ]
 
 
 def test_member_metadata_with_classic_member_metadata_tag():
@@ -387,6 +425,20 @@ def test_member_metadata_with_classic_member_metadata_tag():
         "supported_protocols": [{"name": "range", "metadata": b"\x00\x01"}],
     }
     assert decoded.value["server_assignor"] == "uniform"
+
+
+@pytest.mark.parametrize(
+    ("tagged", "expected"),
+    [
+        ({}, {}),  # absent: Kafka's default is an empty struct (its spec's `"default": null`), not printed
+        ({0: uvarint(0)}, {"classic_member_metadata": None}),  # a null written on the wire, as Kafka 4.x does
+    ],
+)
+def test_member_metadata_without_classic_member_metadata(tagged, expected):
+    value = i16(0) + compact_string(None) * 2 + compact_string("c") + compact_string("/h")
+    value += compact_array([], compact_string) + compact_string("") + i32(-1) + compact_string(None) + tags(tagged)
+    decoded = decode_ok(i16(5) + string("g") + string("m"), value)
+    assert {key: item for key, item in decoded.value.items() if key == "classic_member_metadata"} == expected
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 
 from jobs.segment_files import read_paths
+from lab.broker import KAFKA_VERSIONS
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments, strip_payload_versions, without_extras
 from transforms.coordinator_codec import decode_record
 from transforms.decode_rows import to_jsonable
 
 CAPTURES = REPO_ROOT / "tests" / "captures"
+# The release of the DumpLogSegments that run_dump_log_segments runs (jvm/kafka-4/jars).
+ORACLE_RELEASE = KAFKA_VERSIONS["4"]
 
 
 def segment_sets() -> dict[str, list[Path]]:
@@ -39,6 +42,20 @@ SEGMENT_SETS = segment_sets()
 def test_there_is_real_data_to_compare():
     assert any(name.startswith("public/") for name in SEGMENT_SETS)
     assert any(name.startswith("lab/kafka-4") for name in SEGMENT_SETS), "no lab capture: run python -m lab.capture"
+
+
+def release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def test_every_capture_is_compared_with_a_kafka_at_least_as_new_as_its_writer():
+    """Kafka adds tagged fields inside an existing record version (4.3 gives type 8 `assignmentEpochs`
+    in value version 0, KIP-1251). An older DumpLogSegments skips such a tag and prints less than the
+    record holds, while groupscope decodes every record as the newest Kafka does. So a capture written
+    by a newer broker needs that broker's own tools as its oracle, never an older release's."""
+    writers = {capture.parent.name.removeprefix("kafka-") for capture in CAPTURES.glob("kafka-*/*")}
+    too_new = sorted(writer for writer in writers if release(writer) > release(ORACLE_RELEASE))
+    assert not too_new, f"captures of Kafka {too_new} need their own DumpLogSegments, not {ORACLE_RELEASE}'s"
 
 
 def ours_by_position(files: list[Path]) -> dict[tuple[str, int], dict]:

@@ -17,7 +17,7 @@ import base64
 import struct
 from collections.abc import Callable
 
-from schemas.layouts import NO_DEFAULT, Field, Message, VersionRange
+from schemas.layouts import Field, Message, VersionRange, default_value
 
 Reader = Callable[[bytes, int], tuple[object, int]]
 
@@ -202,8 +202,9 @@ def _struct_reader(
         else:
             steps.append((field.name, _field_reader(field, version, flexible, tagged=False)))
 
-    # Kafka's JSON shows an absent tagged field whose default is null as null; others it omits.
-    null_default_tags = [field.name for field, _ in tagged.values() if field.default is None]
+    # An absent tagged field takes its default, and Kafka prints a tagged field only when it differs
+    # from that default (the generated JsonConverter's non-default check), so neither do we.
+    tag_defaults = {tag: default_value(field, version, flexible) for tag, (field, _) in tagged.items()}
 
     def read(buf: bytes, pos: int) -> tuple[object, int]:
         values: dict[str, object] = {}
@@ -215,9 +216,7 @@ def _struct_reader(
                 values[field_name], pos = reader(buf, pos)
             if flexible:
                 field_name = "tagged fields"
-                pos = _read_tagged_section(buf, pos, tagged, values)
-                for absent in null_default_tags:
-                    values.setdefault(absent, None)
+                pos = _read_tagged_section(buf, pos, tagged, tag_defaults, values)
         except CorruptRecordError as error:
             raise CorruptRecordError(f"{name}.{field_name}: {error.where}", error.expected, error.found) from None
         return values, pos
@@ -226,7 +225,11 @@ def _struct_reader(
 
 
 def _read_tagged_section(
-    buf: bytes, pos: int, tagged: dict[int, tuple[Field, Reader]], values: dict[str, object]
+    buf: bytes,
+    pos: int,
+    tagged: dict[int, tuple[Field, Reader]],
+    defaults: dict[int, object],
+    values: dict[str, object],
 ) -> int:
     count, pos = read_uvarint(buf, pos)
     previous_tag = -1
@@ -244,7 +247,7 @@ def _read_tagged_section(
             value, consumed = reader(buf[:end], pos)
             if consumed != end:
                 raise CorruptRecordError(field.name, f"{size} bytes", f"{consumed - pos} bytes read")
-            if field.default is NO_DEFAULT or value != field.default:
+            if value != defaults[tag]:
                 values[field.name] = value
         pos = end
     return pos
