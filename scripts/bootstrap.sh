@@ -56,4 +56,5 @@ fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9
+  fetch_jars kafka-streams  # the lab's Kafka Streams application (lab/streams), apart from the broker's jars
 fi

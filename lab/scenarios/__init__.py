@@ -19,6 +19,7 @@ SCENARIO_MODULES = {
     "transactions": "transactions",
     "kip848": "kip848",
     "connect": "connect",
+    "streams": "streams",
     "quickstart": "quickstart",
 }
 

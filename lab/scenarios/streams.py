@@ -1,0 +1,195 @@
+"""A real Kafka Streams application on the streams rebalance protocol (KIP-1071, `group.protocol=streams`).
+
+The application (lab/streams/LabStreamsApp.java, compiled here with javac against the kafka-streams
+4.2.1 jars that scripts/bootstrap.sh fetched into jvm/kafka-streams/jars) counts words: `words` (3
+partitions) -> groupBy -> count -> `word-counts`. The groupBy makes a repartition topic, so the topology
+has two subtopologies (six tasks), and the count a changelogged store, so subtopology 1's tasks are
+stateful and can have standby replicas. The broker assigns them and writes types 17, 19, 20, 21, 22, 23.
+
+Standby replicas are a group config on the streams protocol (the client's num.standby.replicas is not
+used): `streams.num.standby.replicas=1`, set with kafka-configs on the group before it exists, with a
+6 s `streams.session.timeout.ms` (the broker-wide group.streams.session.timeout.ms did not apply).
+
+s1, s2, s3 join one at a time; s2 leaves cleanly (KafkaStreams.close with LEAVE_GROUP); s3 is killed
+and fenced when its 6 s session expires. s1 runs on. A
+second application, `streams-lab-deleted`, runs one instance, stops cleanly and its group is deleted
+with kafka-streams-groups --delete. Each instance logs its own view (state transitions, active and
+standby tasks) to member-<name>.jsonl; the driver waits on those views, never on a guessed time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from lab.broker import REPO_ROOT, TOOL_JVM_OPTIONS, Broker
+from lab.driver import Lab, ScenarioError, ScenarioLog
+
+VERSIONS = ("4",)
+# Streams-group sessions as short as the KIP-848 ones (the minimums let the group config ask for 6 s),
+# and no initial delay before the first assignment.
+BROKER_SETTINGS = {
+    "4": {
+        "group.streams.min.session.timeout.ms": 1000,
+        "group.streams.session.timeout.ms": 6000,
+        "group.streams.min.heartbeat.interval.ms": 500,
+        "group.streams.heartbeat.interval.ms": 1000,
+        "group.streams.initial.rebalance.delay.ms": 0,
+    }
+}
+GROUP = "streams-lab"
+DELETED_GROUP = "streams-lab-deleted"
+INPUT, OUTPUT, INPUT_PARTITIONS = "words", "word-counts", 3
+# Subtopology 0 reads `words` and writes the repartition topic; subtopology 1 reads it and counts.
+ACTIVE_TASKS = frozenset(f"{subtopology}_{partition}" for subtopology in (0, 1) for partition in range(3))
+STATEFUL_TASKS = frozenset(f"1_{partition}" for partition in range(3))
+STANDBY_REPLICAS = 1
+SESSION_CONFIG = "streams.session.timeout.ms=6000,streams.heartbeat.interval.ms=1000"
+SOURCE = Path(__file__).resolve().parent.parent / "streams" / "LabStreamsApp.java"
+STREAMS_JARS = REPO_ROOT / "jvm" / "kafka-streams" / "jars"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+
+def build_app(workdir: Path) -> Path:
+    """javac LabStreamsApp.java; returns the classes directory."""
+    if not any(STREAMS_JARS.glob("kafka-streams-*.jar")):
+        raise ScenarioError(f"Kafka Streams jars are missing in {STREAMS_JARS}: run scripts/bootstrap.sh")
+    classes = workdir / "streams-classes"
+    shutil.rmtree(classes, ignore_errors=True)
+    command = ["javac", "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{STREAMS_JARS}/*", str(SOURCE)]
+    subprocess.run(command, check=True)
+    return classes
+
+
+class Instance:
+    """One LabStreamsApp process; its own view of itself is read back from its events file."""
+
+    def __init__(self, lab: Lab, group: str, name: str, classes: Path):
+        self.lab, self.group, self.name = lab, group, name
+        workdir = lab.record.workdir
+        self.events_file = workdir / f"member-{name}.jsonl"
+        self.events_file.write_text("")  # the JVM appends; the driver may read before its first line
+        command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{STREAMS_JARS}/*", "groupscope.lab.LabStreamsApp"]
+        command += [lab.broker.bootstrap_servers, group, name, str(workdir / f"state-{name}"), str(self.events_file)]
+        with open(workdir / f"{name}.log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        lab.record.groups.add(group)
+        lab.record.event("streams_instance_started", member=name, group=group, pid=self.process.pid)
+        lab.record.keep_running(self.kill_after_capture)  # first: an instance that never gets ready dies too
+
+    def view(self) -> dict:
+        """The instance's latest report: {"state", "active", "standby"} (empty before the first one)."""
+        if self.process.poll() is not None:
+            raise ScenarioError(f"streams instance {self.name} exited with {self.process.returncode}")
+        complete_lines = self.events_file.read_text().split("\n")[:-1]  # the last may still be written
+        reports = [json.loads(line) for line in complete_lines if line.strip()]
+        tasks = [report for report in reports if report["event"] == "streams_tasks"]
+        return tasks[-1] if tasks else {}
+
+    def stop(self) -> None:
+        """SIGTERM: the shutdown hook closes KafkaStreams with LEAVE_GROUP before the JVM exits."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(60)
+        self.lab.record.event("streams_instance_stopped", member=self.name, group=self.group)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
+        self.lab.record.event("streams_instance_killed", member=self.name, group=self.group)
+
+    def kill_after_capture(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+            self.lab.record.event("streams_instance_killed_after_capture", member=self.name, group=self.group)
+
+
+def wait_for_placement(lab: Lab, instances: list[Instance]) -> dict[str, dict[str, list[str]]]:
+    """Waits until every live instance says it is RUNNING and, together, they run each task once as an
+    active task and each stateful task on `STANDBY_REPLICAS` other instances (when there are that many);
+    records and returns {member: {"active": [...], "standby": [...]}}."""
+    wanted_standbys = min(STANDBY_REPLICAS, len(instances) - 1)
+
+    def placed() -> bool:
+        views = [instance.view() for instance in instances]
+        if any(view.get("state") != "RUNNING" for view in views):
+            return False
+        active = [task for view in views for task in view["active"]]
+        if sorted(active) != sorted(ACTIVE_TASKS):
+            return False
+        for task in STATEFUL_TASKS:
+            holders = [view for view in views if task in view["standby"]]
+            if len(holders) != wanted_standbys or any(task in view["active"] for view in holders):
+                return False
+        return all(set(view["standby"]) <= STATEFUL_TASKS for view in views)
+
+    names = [instance.name for instance in instances]
+    lab.wait_for(f"{names} running every task with {wanted_standbys} standby(s)", placed, deadline_s=90)
+    placement = {instance.name: {key: instance.view()[key] for key in ("active", "standby")} for instance in instances}
+    lab.record.event("streams_placement", group=instances[0].group, placement=placement)
+    return placement
+
+
+def set_group_config(lab: Lab, group: str) -> None:
+    """The streams protocol takes standby replicas from the group's config (KIP-1071), set here before
+    the group exists, through the GROUP config resource (IncrementalAlterConfigs). The session timeout
+    too: a first 4.2.1 capture fenced the killed instance after Kafka's default 45 s although the
+    broker's group.streams.session.timeout.ms was 6000."""
+    config = f"streams.num.standby.replicas={STANDBY_REPLICAS},{SESSION_CONFIG}"
+    args = ("--bootstrap-server", lab.broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group)
+    lab.broker.run_tool(CONFIG_COMMAND, *args, "--alter", "--add-config", config)
+    described = lab.broker.run_tool(CONFIG_COMMAND, *args, "--describe")
+    if any(setting not in described for setting in config.split(",")):
+        raise ScenarioError(f"group config {config} not applied to {group}: {described}")
+    lab.record.event("group_config_set", group=group, config=config)
+
+
+def streams_groups(lab: Lab, *args: str) -> str:
+    return lab.broker.run_tool(STREAMS_GROUP_COMMAND, "--bootstrap-server", lab.broker.bootstrap_servers, *args)
+
+
+def run(broker: Broker, record: ScenarioLog) -> None:
+    lab = Lab(broker, record)
+    lab.create_topic(INPUT, INPUT_PARTITIONS)
+    lab.create_topic(OUTPUT, INPUT_PARTITIONS)
+    lab.produce(INPUT, 60)
+    set_group_config(lab, GROUP)
+    classes = build_app(record.workdir)
+
+    instances: list[Instance] = []
+    for name in ("s1", "s2", "s3"):
+        instances.append(Instance(lab, GROUP, name, classes))
+        wait_for_placement(lab, instances)
+    lab.wait_caught_up(GROUP, (INPUT,))
+
+    s1, s2, s3 = instances
+    s2.stop()
+    wait_for_placement(lab, [s1, s3])
+    lab.produce(INPUT, 30)
+    lab.wait_caught_up(GROUP, (INPUT,))
+
+    s3.kill()
+    wait_for_placement(lab, [s1])
+    lab.produce(INPUT, 12)
+    lab.wait_caught_up(GROUP, (INPUT,))
+
+    set_group_config(lab, DELETED_GROUP)
+    doomed = Instance(lab, DELETED_GROUP, "d1", classes)
+    wait_for_placement(lab, [doomed])
+    lab.wait_caught_up(DELETED_GROUP, (INPUT,))
+    doomed.stop()
+
+    def deleted_group_empty() -> bool:
+        return "EMPTY" in streams_groups(lab, "--describe", "--state", "--group", DELETED_GROUP).upper()
+
+    lab.wait_for(f"{DELETED_GROUP} empty", deleted_group_empty)
+    streams_groups(lab, "--delete", "--group", DELETED_GROUP)
+    # Not an expectation: lab.dump checks deletions on type 2/3 history only; the tests read the tombstones.
+    record.event("group_deleted", group=DELETED_GROUP, tool="kafka-streams-groups --delete")
+
+    members = streams_groups(lab, "--describe", "--members", "--verbose", "--all-groups")
+    record.event("streams_groups_described", tool="kafka-streams-groups --describe --members --verbose", output=members)
