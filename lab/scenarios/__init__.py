@@ -18,6 +18,7 @@ SCENARIO_MODULES = {
     "commits": "commits",
     "transactions": "transactions",
     "kip848": "kip848",
+    "kip848-handover": "kip848_handover",
     "connect": "connect",
     "streams": "streams",
     "quickstart": "quickstart",
