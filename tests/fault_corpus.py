@@ -3,11 +3,18 @@
 Every damaged item is a batch of its own at an offset of its own, so the quarantine row it must
 become is found by (partition, offset) and its reason checked against the damage done:
 - in the log layer (stage `read`): bit flips and wrong CRCs (CRC-32C mismatch), broken compression
-  under every codec (valid CRC, bytes the codec cannot expand), unknown magic bytes, a record count
-  beyond the records present, and at the end of each file a torn tail or a batchLength past the end;
+  under every codec (valid CRC, bytes the codec cannot expand), unknown magic bytes and magic bytes
+  that read as legacy (CRC-32 mismatch), flipped attribute bits and attributes naming an unknown codec,
+  a record count beyond the records present, batchLength flipped below the minimum, past the file's
+  end or a few bytes short, and at the end of each file a torn tail or a batchLength past the end;
 - in the record layer, inside valid batches (stage `key` or `value`): unknown key and value
   versions, truncated keys and values, and string lengths that run past the end.
 Undamaged offset commits and group records between them must decode as usual.
+
+A batch whose checksum fails leaves its length in doubt: the reader resumes at the next batch whose
+checksum holds. A run of such batches keeps one quarantine row each when all their lengths are intact,
+and becomes one row (the bytes up to the next sound batch, keyed by the run's first offset) when any
+length in it is damaged: the corpus knows which, from the damage it did, and says so in `expected`.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from bench.batch_builder import CODECS, Rec, batch_v2, compress, frame_v2, recor
 from bench.encoding import i16, i32, string
 from bench.records import group_metadata_key, group_metadata_value, offset_commit_key, offset_commit_value
 
-_CRC_FIELD = 17  # offset 8 + length 4 + leader epoch 4 + magic 1
+_LENGTH, _MAGIC, _CRC_FIELD, _ATTRIBUTES = 8, 16, 17, 21  # offset 8 + length 4 + leader epoch 4 + magic 1
 _CRC_COVERED_FROM = 21
 _COMMIT_MS = 1_700_000_000_000
 
@@ -40,6 +47,13 @@ BAD_CRC = Damage("bad_crc", "read", "CRC-32C mismatch")
 BROKEN_COMPRESSION = {codec: Damage(f"broken_{codec}", "read", codec) for codec in ("gzip", "snappy", "lz4", "zstd")}
 UNKNOWN_MAGIC = Damage("unknown_magic", "read", "unknown magic")
 RECORD_COUNT = Damage("record_count_beyond_records", "read", "runs past the batch's end")
+LEGACY_MAGIC = Damage("magic_read_as_legacy", "read", "CRC-32 mismatch")
+ATTRIBUTES_FLIP = Damage("attributes_bit_flip", "read", "CRC-32C mismatch")
+ATTRIBUTES_CODEC = Damage("attributes_unknown_codec", "read", "unknown compression codec")
+# Damaged lengths (outside every checksum): the reader cannot trust them and must resynchronise.
+LENGTH_BELOW_MINIMUM = Damage("length_below_minimum", "read", "is below the minimum")
+LENGTH_PAST_END = Damage("length_past_end", "read", "runs past the")
+LENGTH_WITHIN_FILE = Damage("length_within_file", "read", "CRC-32C mismatch")  # checked over the wrong bytes
 TORN_TAIL = Damage("torn_tail", "read", "unreadable from here")
 BATCH_LENGTH = Damage("batch_length_past_end", "read", "unreadable from here")
 KEY_VERSION = Damage("unknown_key_version", "key", "unknown record type")
@@ -47,12 +61,17 @@ VALUE_VERSION = Damage("unknown_value_version", "value", "expected version 0-4")
 TRUNCATED_KEY = Damage("truncated_key", "key", "key")
 TRUNCATED_VALUE = Damage("truncated_value", "value", "OffsetCommitValue")
 STRING_LENGTH = Damage("string_length_past_end", "key", "expected a string of")
+DAMAGED_LENGTHS = (LENGTH_BELOW_MINIMUM, LENGTH_PAST_END, LENGTH_WITHIN_FILE)
 MID_FILE = (
     BIT_FLIP,
     BAD_CRC,
     *BROKEN_COMPRESSION.values(),
     UNKNOWN_MAGIC,
+    LEGACY_MAGIC,
+    ATTRIBUTES_FLIP,
+    ATTRIBUTES_CODEC,
     RECORD_COUNT,
+    *DAMAGED_LENGTHS,
     KEY_VERSION,
     VALUE_VERSION,
     TRUNCATED_KEY,
@@ -60,6 +79,18 @@ MID_FILE = (
     STRING_LENGTH,
 )
 TAILS = (TORN_TAIL, BATCH_LENGTH)
+# Batches whose checksum fails (or whose magic is unknown): nothing vouches for their length.
+UNSOUND = {BIT_FLIP, BAD_CRC, UNKNOWN_MAGIC, LEGACY_MAGIC, ATTRIBUTES_FLIP, *DAMAGED_LENGTHS, *TAILS}
+UNFRAMED_LENGTH = {*DAMAGED_LENGTHS, *TAILS}  # lengths that lead nowhere: never to a batch's start
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The quarantine row a damaged item (or a run of them) must become."""
+
+    stage: str
+    reasons: tuple[str, ...]  # fragments the reason must hold
+    raw_size: int | None  # stage read: the bytes kept, exactly
 
 
 @dataclass
@@ -67,6 +98,7 @@ class Corpus:
     root: Path
     damaged: dict[tuple[int, int], Damage] = field(default_factory=dict)  # (partition, offset) -> damage
     intact: set[tuple[int, int]] = field(default_factory=set)
+    expected: dict[tuple[int, int], Expected] = field(default_factory=dict)  # the quarantine rows
 
     def kinds(self) -> Counter:
         return Counter(damage.kind for damage in self.damaged.values())
@@ -105,6 +137,10 @@ def _damaged_batch(damage: Damage, offset: int, rng: random.Random, index: int) 
                         last_offset_delta=2)  # fmt: skip
     if damage is UNKNOWN_MAGIC:
         return frame_v2(offset, record_v2(Rec(key, value), 0), 1, magic=rng.randrange(3, 128))
+    if damage is ATTRIBUTES_CODEC:  # a writer's bug: the checksum holds over attributes Kafka never writes
+        return frame_v2(offset, record_v2(Rec(key, value), 0), 1, attributes=rng.randrange(5, 8))
+    if damage in (LEGACY_MAGIC, ATTRIBUTES_FLIP, *DAMAGED_LENGTHS):
+        return _damaged_header(damage, batch_v2(offset, [Rec(key, value)]), rng)
     if damage is RECORD_COUNT:
         return frame_v2(offset, record_v2(Rec(key, value), 0), rng.randrange(2, 1000))
     if damage is KEY_VERSION:
@@ -119,6 +155,24 @@ def _damaged_batch(damage: Damage, offset: int, rng: random.Random, index: int) 
         group = f"group-{index % 97}"
         key = i16(1) + struct.pack(">h", len(group) + rng.randrange(1, 30000)) + group.encode() + string("t") + i32(0)
     return batch_v2(offset, [Rec(key, value)])
+
+
+def _damaged_header(damage: Damage, batch: bytes, rng: random.Random) -> bytes:
+    damaged = bytearray(batch)
+    if damage is LEGACY_MAGIC:
+        damaged[_MAGIC] = rng.randrange(2)
+    elif damage is ATTRIBUTES_FLIP:
+        damaged[_ATTRIBUTES + rng.randrange(2)] ^= 1 << rng.randrange(8)
+    else:
+        (length,) = struct.unpack_from(">i", damaged, _LENGTH)
+        if damage is LENGTH_BELOW_MINIMUM:
+            length ^= -(1 << 31)  # the sign bit
+        elif damage is LENGTH_PAST_END:
+            length ^= 1 << rng.randrange(24, 31)  # 16 MiB or more: past any file of the corpus
+        else:  # a set low bit cleared: up to 32 bytes short, never a whole batch (61 bytes or more)
+            length ^= 1 << rng.choice([bit for bit in range(6) if length >> bit & 1])
+        struct.pack_into(">i", damaged, _LENGTH, length)
+    return bytes(damaged)
 
 
 def _damaged_tail(damage: Damage, offset: int, rng: random.Random, index: int) -> bytes:
@@ -144,20 +198,40 @@ def write_corpus(root: Path, *, partitions: int = 20, files: int = 5, damaged_pe
             base = offset
             items = [*(rng.choice(MID_FILE) for _ in range(damaged_per_file)), *([None] * intact_per_file)]
             rng.shuffle(items)
-            chunks = []
+            chunks = []  # (offset, damage or None, bytes)
             for damage in items:
                 index += 1
                 if damage is None:
                     key, value = _commit(rng, index) if index % 4 else _group(index)
-                    chunks.append(batch_v2(offset, [Rec(key, value)]))
+                    chunks.append((offset, None, batch_v2(offset, [Rec(key, value)])))
                     corpus.intact.add((partition, offset))
                 else:
-                    chunks.append(_damaged_batch(damage, offset, rng, index))
-                    corpus.damaged[(partition, offset)] = damage
+                    chunks.append((offset, damage, _damaged_batch(damage, offset, rng, index)))
                 offset += 3  # room for the three records of a compressed batch
             tail = rng.choice(TAILS)
-            chunks.append(_damaged_tail(tail, offset, rng, index))
-            corpus.damaged[(partition, offset)] = tail
+            chunks.append((offset, tail, _damaged_tail(tail, offset, rng, index)))
             offset += 1
-            (directory / f"{base:020d}.log").write_bytes(b"".join(chunks))
+            corpus.damaged.update(((partition, at), damage) for at, damage, _ in chunks if damage is not None)
+            corpus.expected.update(_expected_rows(partition, chunks))
+            (directory / f"{base:020d}.log").write_bytes(b"".join(chunk for _, _, chunk in chunks))
     return corpus
+
+
+def _expected_rows(partition: int, chunks: list[tuple]) -> dict[tuple[int, int], Expected]:
+    """The quarantine rows of one file: a run of unsound batches with a damaged length is one row."""
+    rows, run = {}, []
+    for at, damage, chunk in [*chunks, (None, None, b"")]:  # a sentinel ends the last run
+        if damage in UNSOUND:
+            run.append((at, damage, chunk))
+            continue
+        if any(damaged in UNFRAMED_LENGTH for _, damaged, _ in run):
+            (head, first, _), size = run[0], sum(len(bad) for *_, bad in run)
+            resumed = "unreadable fragment" if at is not None else "unreadable from here"
+            rows[(partition, head)] = Expected("read", (first.reason, resumed, f"({size} bytes)"), size)
+        else:
+            rows.update(((partition, head), Expected("read", (bad.reason,), len(raw))) for head, bad, raw in run)
+        run = []
+        if damage is not None:
+            size = len(chunk) if damage.stage == "read" else None
+            rows[(partition, at)] = Expected(damage.stage, (damage.reason,), size)
+    return rows

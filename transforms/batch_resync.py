@@ -8,17 +8,23 @@ on the next batch whose checksum holds (`next_sound_batch`, `lengths_lead_to`): 
 batch on the way is an error item of its own. Otherwise the bytes up to that next sound batch are one
 unreadable fragment, and every batch from there on reads as it would in an undamaged file.
 
-A position is a sound batch start when a whole batch frames there (a known magic, a length within
-the file) and its checksum holds: CRC-32C over attributes..end for magic 2, CRC-32 over magic..end for
-the legacy magic 0 and 1. Legacy messages count deliberately: a segment written before Kafka 0.11, or
-under an old message.format.version, holds nothing else, and one damaged message there must not cost
-the rest of the file. A false start needs a 32-bit checksum to match by chance, and a v2 candidate
-must also have the header bits Kafka always writes as zero (and a legacy one key and value lengths
-that fill its size exactly), so in practice it would take a deliberate forgery.
+A position is a sound batch start when a whole batch frames there and its checksum holds: CRC-32C
+over attributes..end for magic 2, CRC-32 over magic..end for the legacy magic 0 and 1. Framing is
+judged only on what lies outside the checksum (offset >= 0, a length within the file, v2's leader
+epoch >= -1) and, for a legacy message, on its key and value lengths filling its size exactly (a
+message's own framing); nothing else the checksum covers is judged, so a batch a writer got wrong
+(an unknown codec, more records claimed than present) is still a place to resume, and then becomes
+an error item of its own. A false start needs a 32-bit checksum to match by chance.
 
-Linear: candidates are found by one regular expression over the header bytes (run in C, so long runs
-of zeros or of record bytes cost no Python loop), and only those that also pass the header checks
-have their checksum computed. A scan runs once per damaged stretch, not once per batch in it.
+Legacy messages count deliberately: a segment written before Kafka 0.11, or under an old
+message.format.version, holds nothing else (or holds them before its v2 batches), and one damaged
+message there must not cost the rest of the file.
+
+Linear: candidate positions are found by regular expressions, in C (a magic byte 2, or 0/1 behind a
+plausible offset and size), so long runs of zeros or record bytes cost no Python loop; only those
+that frame have their checksum computed; and a scan runs once per damaged stretch, not once per
+batch in it. Measured on a 10 MB segment whose every checksum is broken (one scan of it all): 0.33 s
+for v2 candidates, 3.9 s with legacy ones, which are looked for only up to the next sound v2 batch.
 """
 
 from __future__ import annotations
@@ -39,8 +45,6 @@ LEGACY_MIN_SIZE = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key len
 MIN_LENGTH = {2: V2_HEADER_SIZE - LOG_OVERHEAD, **LEGACY_MIN_SIZE}
 _CRC = struct.Struct(">I")
 _INT32 = struct.Struct(">i")
-# v2 after the CRC: attributes, lastOffsetDelta, two timestamps, producerId, producerEpoch, baseSequence, recordsCount.
-_V2_TAIL = struct.Struct(">hiqqqhii")
 _V2_LEADER_EPOCH = 12
 
 
@@ -49,25 +53,11 @@ def _length_at_least(minimum: int) -> bytes:
     return rb"(?:[\x01-\x7f]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00\x00\x00[\x%02x-\xff])" % minimum
 
 
-def _byte_class(allowed: list[int]) -> bytes:
-    return b"[" + b"".join(re.escape(bytes([value])) for value in allowed) + b"]"
-
-
-# At a candidate: baseOffset >= 0, then either magic 2 with attributes bits 7-15 zero (unused by Kafka)
-# and a codec Kafka knows, or magic 0/1 with only the codec (and for v1 the timestamp type) bits set.
-_CANDIDATE = re.compile(
-    rb"(?=[\x00-\x7f].{7}(?:"
-    + _length_at_least(MIN_LENGTH[2])
-    + rb".{4}\x02.{4}\x00"
-    + _byte_class([value for value in range(0x80) if value & 0x07 <= 4])
-    + rb"|"
-    + _length_at_least(LEGACY_MIN_SIZE[0])
-    + rb".{4}(?:\x00"
-    + _byte_class([0, 1, 2, 3])
-    + rb"|\x01"
-    + _byte_class([0, 1, 2, 3, 8, 9, 10, 11])
-    + rb")))",
-    re.DOTALL,
+# A candidate's magic byte, 16 bytes into it: 2, or 0/1 behind an offset >= 0 and a size >= 14. Plain
+# bytes 0 and 1 are too common in record bytes to visit one by one; a plain 2 is rare enough.
+_MAGIC_2 = re.compile(rb"\x02")
+_LEGACY_MAGIC = re.compile(
+    rb"(?<=[\x00-\x7f].{7}" + _length_at_least(LEGACY_MIN_SIZE[0]) + rb".{4})[\x00\x01]", re.DOTALL
 )
 
 
@@ -86,20 +76,18 @@ def checksum_holds(data: bytes, pos: int) -> bool:
     return zlib.crc32(memoryview(data)[pos + LEGACY_CRC_START : end]) == stored
 
 
-def _plausible(data: bytes, pos: int) -> bool:
-    """Header checks that cost no checksum: fields Kafka never writes out of range."""
-    _, length, magic = FRAMING.unpack_from(data, pos)
-    if magic == 2:
-        if len(data) - pos < V2_HEADER_SIZE or length < MIN_LENGTH[2]:
-            return False
-        (leader_epoch,) = _INT32.unpack_from(data, pos + _V2_LEADER_EPOCH)
-        _, last_delta, _, _, _, producer_epoch, sequence, count = _V2_TAIL.unpack_from(data, pos + V2_CRC_START)
-        return min(leader_epoch, producer_epoch, sequence) >= -1 and 0 <= count <= last_delta + 1
-    fields = LOG_OVERHEAD + LEGACY_MIN_SIZE[magic] - 8  # key length after crc, magic, attributes, [timestamp]
-    if length < LEGACY_MIN_SIZE[magic] or len(data) - pos < fields + 4:
+def _frames(data: bytes, pos: int) -> bool:
+    """Whether a batch frames at `pos` by what lies outside its checksum (and a legacy message's lengths)."""
+    if len(data) - pos < LOG_OVERHEAD + LEGACY_MIN_SIZE[0]:
         return False
-    (key_length,) = _INT32.unpack_from(data, pos + fields)
-    value_at = pos + fields + 4 + max(key_length, 0)
+    offset, length, magic = FRAMING.unpack_from(data, pos)
+    if offset < 0 or length < MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > len(data):
+        return False
+    if magic == 2:
+        return _INT32.unpack_from(data, pos + _V2_LEADER_EPOCH)[0] >= -1
+    key_at = pos + LOG_OVERHEAD + LEGACY_MIN_SIZE[magic] - 8  # after crc, magic, attributes, [timestamp]
+    (key_length,) = _INT32.unpack_from(data, key_at)
+    value_at = key_at + 4 + max(key_length, 0)
     if key_length < -1 or len(data) - value_at < 4:
         return False
     (value_length,) = _INT32.unpack_from(data, value_at)
@@ -107,10 +95,20 @@ def _plausible(data: bytes, pos: int) -> bool:
 
 
 def next_sound_batch(data: bytes, start: int) -> int | None:
-    """The first position >= `start` where a sound batch starts, or None when none does."""
-    for match in _CANDIDATE.finditer(data, start):
-        pos = match.start()
-        if _plausible(data, pos) and checksum_holds(data, pos):
+    """The first position >= `start` where a sound batch starts, or None where none does.
+
+    v2 first, then legacy only before the v2 one found: legacy candidates are many times more
+    common in record bytes, so they are looked for only over the stretch that is damaged anyway.
+    """
+    found = _first_sound(_MAGIC_2, data, start, len(data))
+    legacy = _first_sound(_LEGACY_MAGIC, data, start, len(data) if found is None else found)
+    return found if legacy is None else legacy
+
+
+def _first_sound(magic: re.Pattern, data: bytes, start: int, stop: int) -> int | None:
+    for match in magic.finditer(data, start + 16, stop + 16):
+        pos = match.start() - 16
+        if _frames(data, pos) and checksum_holds(data, pos):
             return pos
     return None
 

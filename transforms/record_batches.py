@@ -349,7 +349,9 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
             )
         else:
             stop = size
-            reason += f": unreadable from here; the rest of the file, bytes {pos} to {size}, is kept as raw"
+            reason += (
+                f": unreadable from here; the rest of the file, bytes {pos} to {size} ({size - pos} bytes), is kept"
+            )
         yield [_batch_error(reason, data[pos:stop], partition, source_file, pos, base_offset, magic)]
         pos = stop
 
