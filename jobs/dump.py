@@ -7,6 +7,10 @@ Every line has `partition` (from the `__consumer_offsets-N` directory name, else
 with `value_version`, or `error`. Transactional records carry `txn_state` (committed, aborted or
 pending). Field names are Kafka's schema names in snake_case; bytes are base64 and topic ids are
 Kafka's base64 Uuid form, as Kafka's own JSON tools print them.
+
+Unlike DumpLogSegments, a damaged batch does not end the dump: its bytes (up to the next batch whose
+checksum holds, when its length cannot be trusted) are one line whose `error` says what was wrong and
+where, and every record after them is printed as usual.
 """
 
 from __future__ import annotations

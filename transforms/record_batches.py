@@ -8,45 +8,46 @@ Reference: kafka-record-formats.md section 9.
 
 Bad bytes never raise out of these iterators and are never dropped. A batch that fails a check becomes
 one `LogRecord` with `error` set and the batch's bytes in `raw`, and reading goes on with the next
-batch. Bytes that cannot even be framed (a truncated tail, a length below the minimum or past the
-end of the file) become one such item holding the rest of the file, and that file ends there.
+batch. When the failed batch's length cannot be trusted (its checksum fails, its magic is unknown,
+its length is out of range), reading resumes at the next batch whose checksum holds
+(`transforms.batch_resync`), and the bytes between are one such item, its reason naming their range;
+with no such batch left, the item holds the rest of the file. Legacy message sets are read by
+`transforms.legacy_messages`, transactions resolved by `transforms.log_transactions`.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-import zlib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, make_dataclass, replace
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 
 import crc32c
 
-from transforms.batch_resync import FRAMING as _FRAMING
-from transforms.batch_resync import LEGACY_CRC_START as _LEGACY_CRC_START
-from transforms.batch_resync import LEGACY_MIN_SIZE as _LEGACY_MIN_SIZE
-from transforms.batch_resync import LOG_OVERHEAD as _LOG_OVERHEAD
-from transforms.batch_resync import MIN_LENGTH as _MIN_LENGTH
-from transforms.batch_resync import V2_CRC_START as _V2_CRC_START
-from transforms.batch_resync import checksum_holds, lengths_lead_to, next_sound_batch
+from transforms.batch_resync import (
+    FRAMING,
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    MIN_LENGTH,
+    V2_CRC_START,
+    checksum_holds,
+    lengths_lead_to,
+    next_sound_batch,
+)
 from transforms.compression import CODEC_NAMES, CorruptRecordError, decompress
+from transforms.legacy_messages import CREATE_TIME, LOG_APPEND_TIME, legacy_messages
+from transforms.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING, Marker, resolve_transactions
 
 # RecordBatch v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
 _V2_HEADER = struct.Struct(">qiibIHiqqqhii")
-# Legacy message: offset, size, crc, magic, attributes, then [timestamp] and the key/value lengths.
-_LEGACY_HEADER = struct.Struct(">qiIbb")
 _INT16_PAIR = struct.Struct(">hh")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 _CODEC_MASK, _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x07, 0x08, 0x10, 0x20
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
-TXN_COMMITTED, TXN_ABORTED, TXN_PENDING = "committed", "aborted", "pending"
-CREATE_TIME, LOG_APPEND_TIME = "create_time", "log_append_time"
-_AS_IS = "as is"  # a waiting batch that is not transactional
 _PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(\d+)")
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
 
@@ -71,21 +72,13 @@ class LogRecord:
     compression: str | None  # none | gzip | snappy | lz4 | zstd
     source_file: str | None
     error: str | None  # set: not a record; what was expected, what was found, where
-    raw: bytes | None  # error items: the batch, or the rest of the file; None otherwise
+    raw: bytes | None  # error items: the batch, or the damaged bytes up to the next sound batch; None otherwise
 
 
 # A frozen dataclass's __init__ sets each field through object.__setattr__: 17 calls, which cost more
 # than decoding the record. The hot path builds this plain twin (same slots, same order) and re-classes
 # it, several times faster; the object then IS a LogRecord (type, ==, hash, repr, replace, pickle).
 _DraftLogRecord = make_dataclass("_DraftLogRecord", LogRecord.__slots__, slots=True, eq=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class _Marker:
-    """A COMMIT or ABORT control record: ends the open transaction of `producer_id`."""
-
-    producer_id: int
-    txn_state: str
 
 
 def partition_from_path(path: str | Path) -> int | None:
@@ -116,7 +109,7 @@ def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_fil
     """The records of one RecordBatch (magic 2), or the transaction markers of a control batch."""
     (base_offset, _, _, magic, stored_crc, attributes, _, base_timestamp, max_timestamp, producer_id, producer_epoch,
      _, count) = _V2_HEADER.unpack_from(data, pos)  # fmt: skip
-    computed_crc = crc32c.crc32c(memoryview(data)[pos + _V2_CRC_START : end])
+    computed_crc = crc32c.crc32c(memoryview(data)[pos + V2_CRC_START : end])
     if computed_crc != stored_crc:
         raise CorruptRecordError(f"CRC-32C mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
     if count < 0:
@@ -206,7 +199,7 @@ def _skip_headers(buf: bytes, pos: int) -> int:
     return pos
 
 
-def _markers(fields: list[tuple], producer_id: int) -> list[_Marker]:
+def _markers(fields: list[tuple], producer_id: int) -> list[Marker]:
     """Control records: key = int16 version, int16 type. Only COMMIT and ABORT end a transaction."""
     markers = []
     for _, _, key, _ in fields:
@@ -214,86 +207,17 @@ def _markers(fields: list[tuple], producer_id: int) -> list[_Marker]:
             raise CorruptRecordError(f"control record key {key!r}: expected int16 version, int16 type")
         _, control_type = _INT16_PAIR.unpack_from(key)
         if control_type in (CONTROL_ABORT, CONTROL_COMMIT):
-            markers.append(_Marker(producer_id, TXN_COMMITTED if control_type == CONTROL_COMMIT else TXN_ABORTED))
+            markers.append(Marker(producer_id, TXN_COMMITTED if control_type == CONTROL_COMMIT else TXN_ABORTED))
     return markers
-
-
-def _legacy_message(buf: bytes, pos: int, end: int) -> tuple:
-    """One magic 0/1 message in buf[pos:end] -> (offset, magic, attributes, timestamp, key, value)."""
-    offset, _, stored_crc, magic, attributes = _LEGACY_HEADER.unpack_from(buf, pos)
-    computed_crc = zlib.crc32(memoryview(buf)[pos + _LEGACY_CRC_START : end])
-    if computed_crc != stored_crc:
-        raise CorruptRecordError(f"CRC-32 mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
-    if magic not in _LEGACY_MIN_SIZE:
-        raise CorruptRecordError(f"message with magic {magic} in a legacy message set (expected 0 or 1)")
-    cursor, timestamp = pos + _LEGACY_HEADER.size, None
-    if magic == 1:
-        (timestamp,) = _INT64.unpack_from(buf, cursor)
-        cursor += 8
-    key, cursor = _legacy_bytes(buf, cursor, end)
-    value, cursor = _legacy_bytes(buf, cursor, end)
-    if cursor != end:
-        raise CorruptRecordError(f"message fields end at byte {cursor}, its size says {end}")
-    return offset, magic, attributes, timestamp, key, value
-
-
-def _legacy_bytes(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
-    if pos + 4 > end:
-        raise CorruptRecordError(f"a key/value length at byte {pos} runs past the message's end {end}")
-    (length,) = _INT32.unpack_from(buf, pos)
-    if length < 0:
-        return None, pos + 4
-    if pos + 4 + length > end:
-        raise CorruptRecordError(f"a key/value of {length} bytes at byte {pos} runs past the message's end {end}")
-    return buf[pos + 4 : pos + 4 + length], pos + 4 + length
-
-
-def _inner_messages(buf: bytes, wrapper_magic: int) -> list[tuple]:
-    """The uncompressed message set inside a compressed wrapper."""
-    messages, pos = [], 0
-    while pos < len(buf):
-        if len(buf) - pos < _LEGACY_HEADER.size:
-            raise CorruptRecordError(f"inner message header at byte {pos} is cut off ({len(buf) - pos} bytes left)")
-        (size,) = _INT32.unpack_from(buf, pos + 8)
-        end = pos + _LOG_OVERHEAD + size
-        if size < _LEGACY_MIN_SIZE[0] or end > len(buf):
-            raise CorruptRecordError(f"inner message at byte {pos}: size {size} does not fit in {len(buf)} bytes")
-        message = _legacy_message(buf, pos, end)
-        if message[1] != wrapper_magic:
-            raise CorruptRecordError(f"inner message at byte {pos} has magic {message[1]}, its wrapper {wrapper_magic}")
-        if message[2] & _CODEC_MASK:
-            raise CorruptRecordError(f"inner message at byte {pos} is itself compressed")
-        messages.append(message)
-        pos = end
-    if not messages:
-        raise CorruptRecordError("compressed wrapper holds no messages")
-    return messages
 
 
 def _legacy_batch(data: bytes, pos: int, end: int, partition: int | None, source_file: str | None) -> list:
     """One outer magic 0/1 message: itself, or the messages inside it when it is a compressed wrapper."""
-    offset, magic, attributes, timestamp, key, value = _legacy_message(data, pos, end)
-    codec = attributes & _CODEC_MASK
-    is_log_append_time = magic == 1 and bool(attributes & _LOG_APPEND_TIME)
-    timestamp_type = None if magic == 0 else LOG_APPEND_TIME if is_log_append_time else CREATE_TIME
-    if not codec:
-        messages, base = [(offset, magic, attributes, timestamp, key, value)], 0
-    elif codec > 3:
-        raise CorruptRecordError(f"compression codec {codec} in a magic {magic} message (expected 0-3)")
-    elif value is None:
-        raise CorruptRecordError("compressed wrapper message without a value")
-    else:
-        messages = _inner_messages(decompress(codec, value), magic)
-        # v1 inner offsets are relative and the wrapper holds the last one's absolute offset; v0 inner
-        # offsets are absolute. Kafka uses inner offsets as they are when wrapper - last < 0 (librdkafka's 0).
-        base = max(offset - messages[-1][0], 0) if magic == 1 else 0
-    first_offset, compression = base + messages[0][0], CODEC_NAMES[codec]
-    records = []
-    for inner_offset, _, _, inner_timestamp, inner_key, inner_value in messages:
-        record_timestamp = timestamp if is_log_append_time else inner_timestamp
-        record = LogRecord(partition, base + inner_offset, record_timestamp, timestamp_type, inner_key, inner_value,
-            -1, -1, False, None, first_offset, pos, magic, compression, source_file, None, None)  # fmt: skip
-        records.append(record)
+    messages, magic, timestamp_type, compression = legacy_messages(data, pos, end)
+    first_offset, records = messages[0][0], []
+    for offset, timestamp, key, value in messages:
+        records.append(LogRecord(partition, offset, timestamp, timestamp_type, key, value, -1, -1, False, None,
+            first_offset, pos, magic, compression, source_file, None, None))  # fmt: skip
     return records
 
 
@@ -314,15 +238,15 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
         # log.preallocate=true leaves a zero-filled tail after the last batch: no data, not damage.
         # (Shorter zero runs are kept as errors: they may be a torn header of a batch at offset 0.)
         # Only a zero batchLength (never a real batch's) is worth scanning the rest of the file for.
-        is_zero_length = data[pos + 8 : pos + _LOG_OVERHEAD] == b"\0\0\0\0"
-        if size - pos >= _LOG_OVERHEAD and is_zero_length and data.count(0, pos) == size - pos:
+        is_zero_length = data[pos + 8 : pos + LOG_OVERHEAD] == b"\0\0\0\0"
+        if size - pos >= LOG_OVERHEAD and is_zero_length and data.count(0, pos) == size - pos:
             return
         base_offset, magic, end, reason = _frame(data, pos)
         if reason is None:
             try:
                 if magic == 2:
                     yield _v2_batch(data, pos, end, partition, source_file)
-                elif magic in _LEGACY_MIN_SIZE:
+                elif magic in LEGACY_MIN_SIZE:
                     yield _legacy_batch(data, pos, end, partition, source_file)
                 else:
                     raise CorruptRecordError("unknown magic, expected 0, 1 or 2")
@@ -359,59 +283,23 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
 def _frame(data: bytes, pos: int) -> tuple[int | None, int | None, int, str | None]:
     """(base offset, magic, end, None) of the batch at `pos`, or what is known and why it cannot frame."""
     size = len(data)
-    if size - pos < _FRAMING.size:
+    if size - pos < FRAMING.size:
         offset = _INT64.unpack_from(data, pos)[0] if size - pos >= 8 else None
-        reason = f"truncated header ({size - pos} bytes; offset, length and magic need {_FRAMING.size})"
+        reason = f"truncated header ({size - pos} bytes; offset, length and magic need {FRAMING.size})"
         return offset, None, size, reason
-    base_offset, length, magic = _FRAMING.unpack_from(data, pos)
-    minimum, available = _MIN_LENGTH.get(magic, _LEGACY_MIN_SIZE[0]), size - pos - _LOG_OVERHEAD
+    base_offset, length, magic = FRAMING.unpack_from(data, pos)
+    minimum, available = MIN_LENGTH.get(magic, LEGACY_MIN_SIZE[0]), size - pos - LOG_OVERHEAD
     if length < minimum or length > available:
         problem = f"is below the minimum {minimum}" if length < minimum else f"runs past the {available} bytes left"
         return base_offset, magic, size, f"batchLength {length} {problem}"
-    return base_offset, magic, pos + _LOG_OVERHEAD + length, None
-
-
-def _resolve_transactions(batches: Iterable[list]) -> Iterator[LogRecord]:
-    """Records in log order, each transactional one stamped by the marker that later ended its transaction.
-
-    A transactional batch waits (with everything after it) until a COMMIT or ABORT of the same
-    producer id; batches still open at the end keep the state they were decoded with: pending.
-    """
-    waiting: deque[list] = deque()  # [records, state]: state None while open, _AS_IS for nothing to stamp
-    open_by_producer: dict[int, list[list]] = {}
-    for batch in batches:
-        if not batch:
-            continue
-        first = batch[0]
-        if type(first) is _Marker:
-            for marker in batch:
-                for entry in open_by_producer.pop(marker.producer_id, ()):
-                    entry[1] = marker.txn_state
-        elif first.is_transactional:
-            entry = [batch, None]
-            open_by_producer.setdefault(first.producer_id, []).append(entry)
-            waiting.append(entry)
-            continue
-        elif not waiting:
-            yield from batch
-            continue
-        else:
-            waiting.append([batch, _AS_IS])
-        while waiting and waiting[0][1] is not None:
-            yield from _stamped(*waiting.popleft())
-    for records, state in waiting:  # the first is still open: pending, as decoded
-        yield from _stamped(records, state or _AS_IS)
-
-
-def _stamped(records: list[LogRecord], state: str) -> Iterable[LogRecord]:
-    return records if state is _AS_IS else [replace(record, txn_state=state) for record in records]
+    return base_offset, magic, pos + LOG_OVERHEAD + length, None
 
 
 def read_segment_bytes(
     data: bytes, *, partition: int | None = None, source_file: str | None = None
 ) -> Iterator[LogRecord]:
     """The records of one segment's bytes, its transactions resolved within the segment alone."""
-    return _resolve_transactions(_segment_batches(bytes(data), partition, source_file))
+    return resolve_transactions(_segment_batches(bytes(data), partition, source_file))
 
 
 def _segment_order(path: str) -> tuple:
@@ -434,7 +322,7 @@ def _read_ordered(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
     batches = (
         batch for path, data in segments for batch in _segment_batches(bytes(data), partition_from_path(path), path)
     )
-    return _resolve_transactions(batches)
+    return resolve_transactions(batches)
 
 
 def read_paths(paths: Sequence[str | Path]) -> Iterator[LogRecord]:
