@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from jobs.dump import dump_lines, main
+from transforms.bronze import raw_batch
 from transforms.record_batches import LogRecord, read_segment_bytes
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -102,3 +103,15 @@ def test_dump_prints_every_record_after_a_damaged_length(tmp_path, capsys):
     assert main([str(damaged_file), "--fail-on-error"]) == 1
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert printed == lines
+
+
+def test_a_fragment_is_keyed_by_its_file_position_uniquely_and_the_same_every_read():
+    segment = max(SEGMENTS, key=lambda path: path.stat().st_size)
+    data = segment.read_bytes()
+    starts = batch_starts(data)
+    damaged = flipped(flipped(data, starts[1] + _LENGTH, 30), starts[3] + _MAGIC, 0)  # two batches, apart
+    source_file = "file:" + str(segment)
+    ids = [raw_batch(list(read_segment_bytes(damaged, partition=8, source_file=source_file)), "c", "run")
+           .to_pydict()["record_id"] for _ in range(2)]  # fmt: skip
+    assert ids[0] == ids[1] and len(set(ids[0])) == len(ids[0])
+    assert [i for i in ids[0] if "@" in i] == [f"c/{source_file}@{starts[1]}", f"c/{source_file}@{starts[3]}"]
