@@ -441,7 +441,7 @@ def test_an_absurd_batch_length_with_nothing_sound_after_it_keeps_the_rest_of_th
     assert [item.offset for item in good(items)] == [102]
     (error,) = errors(items)
     assert error.raw == segment[len(TOMBSTONE_BATCH) :]
-    assert error.error.endswith(": unreadable from here; the rest of the file, bytes 92 to 324, is kept as raw")
+    assert error.error.endswith(": unreadable from here; the rest of the file, bytes 92 to 324 (232 bytes), is kept")
 
 
 def test_unknown_magic_is_one_error_item_and_reading_goes_on():
