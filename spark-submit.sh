@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Runs a groupscope job with spark-submit: ./spark-submit.sh [--master URL] JOB [job args]
-#   JOB is a module in jobs/ (nightly, ingest, decode, ...); job args are listed by JOB --help.
-#   --master defaults to $GROUPSCOPE_MASTER, else local[2]. Any Spark master works (spark://, yarn,
-#   k8s://): the code travels to executors as a zip (--py-files) and the jars with --jars.
+#   JOB is one of the jobs listed in jobs/__init__.py (run with no JOB to see them); job args are
+#   listed by JOB --help. --master defaults to $GROUPSCOPE_MASTER, else local[2]. Any Spark master
+#   works (spark://, yarn, k8s://): the code travels to executors as a zip (--py-files), the jars with --jars.
 # The first run installs what is missing (scripts/bootstrap.sh); later runs need no network.
+# Exit codes: 0 succeeded, 1 failed, 2 wrong command line (nothing ran), 75 refused (retry later).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 master="${GROUPSCOPE_MASTER:-local[2]}"
 if [[ "${1:-}" == "--master" ]]; then master="$2"; shift 2; fi
-job="${1:?usage: spark-submit.sh [--master URL] JOB [args]  (JOB: $(cd "$root/jobs" && ls *.py | grep -vE '^(__init__|config|session|tables|runs)\.py$' | sed 's/\.py$//' | paste -sd' '))}"
-shift
-[[ -f "$root/jobs/$job.py" ]] || { echo "spark-submit.sh: no job named '$job' in jobs/" >&2; exit 2; }
 
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+
+# The command line is checked before any JVM starts: a mistake costs a second and one line, not a minute.
+job="${1:-}"
+if [[ -z "$job" || "$job" == -* ]]; then (cd "$root" && exec "$root/.venv/bin/python" -m jobs "$@"); exit $?; fi
+shift
+if [[ " $* " != *" --help "* && " $* " != *" -h "* ]]; then
+  (cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@") || exit $?
+fi
 
 mkdir -p "$root/build"
 # The code zip is named by its content and renamed into place whole: runs started together (a shared

@@ -36,9 +36,10 @@ from pyspark.sql import functions as F
 from bench.harness import REPO_ROOT, Phase, ProcessTree, fail, machine_report, phase_rows, print_block
 from jobs.config import load_config
 from jobs.decode import decode
-from jobs.ingest import RAW_RECORDS, ingest
+from jobs.ingest import ingest
 from jobs.runs import JobRun
 from jobs.session import build_session
+from jobs.tables import RAW_RECORDS
 from transforms import silver
 
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"

@@ -17,9 +17,8 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from jobs.config import load_config
-from jobs.history import END_OFFSETS, TOPIC_IDS
 from jobs.session import build_session
-from jobs.tables import ensure_table, replace_cluster_rows
+from jobs.tables import END_OFFSETS, TOPIC_IDS, ensure_table, replace_cluster_rows
 from schemas.gold_tables import end_offsets_schema, topic_ids_schema
 
 

@@ -30,8 +30,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.config import Config, parse_config
-from jobs.ingest import RAW_RECORDS
+from jobs.config import Config
 from jobs.kafka_security import (
     CAPTURE_SECTION,
     KafkaConnection,
@@ -45,9 +44,8 @@ from jobs.kafka_security import (
     java_properties,
     kafka_connection,
 )
-from jobs.runs import JobRun
-from jobs.session import build_session
-from jobs.tables import ensure_table, merge_new_rows
+from jobs.runs import JobRun, run_job
+from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
 from transforms.bronze import raw_records_from_landed
 
@@ -385,7 +383,7 @@ def capture(spark: SparkSession, config: Config, run: JobRun) -> int:
     ensure_table(spark, table, raw_records_schema, partition_by=("cluster",))
     probe = GapProbe(spark, connection, settings.topic, settings.gap_probe_max_batches)
     account = GapAccount(kinds=Counter())
-    is_first_capture = spark.table(table).where(F.col("cluster") == F.lit(config.cluster)).limit(1).count() == 0
+    is_first_capture = cluster_rows(spark, config, RAW_RECORDS).limit(1).count() == 0
 
     def write_batch(records: DataFrame, batch_id: int) -> None:
         rows = kafka_raw_rows(records, config.cluster, run.run_id, source).localCheckpoint(eager=True)
@@ -402,9 +400,7 @@ def capture(spark: SparkSession, config: Config, run: JobRun) -> int:
     finally:
         _stop(spark, query, connection.timeout_s)
         probe.close()
-    captured = (
-        spark.table(table).where((F.col("cluster") == F.lit(config.cluster)) & (F.col("capture_run_id") == run.run_id))
-    ).count()
+    captured = (cluster_rows(spark, config, RAW_RECORDS).where(F.col("capture_run_id") == run.run_id)).count()
     run.counts["captured"] = captured
     run.counts["gaps_before_first_capture"] = account.gaps_before_first_capture
     run.counts.update({kind: account.kinds[kind] for kind in GAP_KINDS})
@@ -445,16 +441,13 @@ def report(run: JobRun, topic: str, captured: int, account: GapAccount) -> None:
         )
 
 
+def capture_and_count(spark: SparkSession, config: Config, run: JobRun) -> None:
+    capture(spark, config, run)
+    run.count_rows(RAW_RECORDS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-capture")
-    try:
-        with JobRun(spark, config, "capture") as run:
-            capture(spark, config, run)
-            run.count_rows(spark, config.table(RAW_RECORDS), "raw_records")
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("capture", capture_and_count, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
@@ -26,8 +27,33 @@ DEFAULT_ENV_FILE = REPO_ROOT / "conf" / "local.toml"
 _DATABASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
+EXIT_USAGE = 2  # a wrong command line or configuration: nothing ran
+# Tables whose keys are free (Spark and Kafka client settings), and keys that are optional with no default.
+_FREE_SECTIONS = {"spark.conf", "capture.kafka", "capture.secrets"}
+_OPTIONAL_KEYS = {"maintenance.vacuum_retain_hours"}
+
+
 class ConfigError(ValueError):
     """A setting that cannot work, with the key and the reason."""
+
+
+@dataclass(frozen=True)
+class GoldSettings:
+    """The `[gold]` section of conf/*.toml; every key is optional (these are the defaults)."""
+
+    storm_rebalances_per_hour: int = 6  # an hour with this many rebalances is a storm
+    departure_slack_ms: int = 30_000  # silence beyond the session timeout still read as a timeout
+    consumer_session_timeout_ms: int = 45_000  # KIP-848 members (a broker setting, not in the records)
+    consumer_heartbeat_interval_ms: int = 5_000  # KIP-848 members (a broker setting, not in the records)
+    cooperative_round_gap_ms: int = 300_000  # max gap between cooperative rounds when no member states one
+    status_intervals: int = 10  # Burrow's window: commits (slots) per partition
+    status_min_distance_ms: int = 1_000  # Burrow's min-distance: commits closer than this share a slot
+    status_allowed_lag: int = 0
+    status_minimum_complete: float = 0.0
+    status_window_minutes: int = 10  # group roll-up windows
+    stale_after_days: int = 7
+    offsets_retention_minutes: int = 10_080  # the cluster's offsets.retention.minutes
+    expiry_warning_hours: int = 24
 
 
 def _validated(database: str, cluster: str) -> None:
@@ -61,6 +87,9 @@ class Config:
     def section(self, name: str) -> Mapping[str, Any]:
         return self.sections.get(name, {})
 
+    def gold_settings(self) -> GoldSettings:
+        return GoldSettings(**self.section("gold"))
+
 
 def _merge(base: dict, override: Mapping) -> dict:
     merged = dict(base)
@@ -80,10 +109,12 @@ def resolve_path(path: str) -> str:
 
 def load_config(env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None) -> Config:
     files = [DEFAULTS_FILE, env_file or DEFAULT_ENV_FILE]
-    merged: dict = {}
-    for path in files:
-        with open(path, "rb") as handle:
-            merged = _merge(merged, tomllib.load(handle))
+    defaults, *environment = [_read_toml(path) for path in files]
+    for path, settings in zip(files[1:], environment, strict=True):
+        _check_keys(settings, defaults, str(path))
+    merged = defaults
+    for settings in environment:
+        merged = _merge(merged, settings)
     merged = _merge(merged, overrides or {})
     storage, inputs = merged["storage"], merged["input"]
     _validated(merged["catalog"]["database"], inputs["cluster"])
@@ -103,8 +134,62 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None, 
     )
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    arguments = argparse.ArgumentParser(description=description)
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {path} does not exist; environment files are conf/<env>.toml") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"configuration file {path} is not valid TOML: {error}") from None
+
+
+def _check_keys(settings: Mapping, defaults: Mapping, source: str, prefix: str = "") -> None:
+    """A misspelt key would otherwise be ignored and its default used in silence."""
+    for key, value in settings.items():
+        path = f"{prefix}{key}"
+        if path in _FREE_SECTIONS or path in _OPTIONAL_KEYS:
+            continue
+        if path == "gold":
+            known = {setting.name for setting in fields(GoldSettings)}
+            if unknown := sorted(set(value) - known):
+                raise ConfigError(f"{source}: unknown [gold] settings {unknown}; the settings are {sorted(known)}")
+            continue
+        if key not in defaults:
+            raise ConfigError(f"{source}: unknown setting {path!r}; conf/defaults.toml lists every setting")
+        if isinstance(value, Mapping) and isinstance(defaults[key], Mapping):
+            _check_keys(value, defaults[key], source, f"{path}.")
+
+
+def _run_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write it as YYYY-MM-DD") from None
+
+
+def check_inputs(config: Config) -> None:
+    """Local input paths exist: a mistyped path fails now, not a minute into a run."""
+    named = [
+        *(("--segments / input.segment_paths", path) for path in config.segment_paths),
+        *(("--raw-table / input.raw_table_paths", path) for path in config.raw_table_paths),
+        *(("end_offsets.files", resolve_path(path)) for path in config.section("end_offsets").get("files", [])),
+    ]
+    for setting, path in named:
+        if "://" not in path and not Path(path).exists():
+            raise ConfigError(f"{setting}: {path} does not exist; give an existing file or directory")
+
+
+def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:
+    arguments = _OneLineParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if job == "end_offsets":
+        arguments.add_argument(
+            "--from-files",
+            nargs="+",
+            type=Path,
+            metavar="PATH",
+            help="load end_offsets.json files (or directories holding them) instead of asking the cluster",
+        )
     arguments.add_argument(
         "--conf",
         type=Path,
@@ -117,7 +202,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     arguments.add_argument("--segments", nargs="*", help="override input.segment_paths")
     arguments.add_argument("--raw-table", nargs="*", dest="raw_tables", help="override input.raw_table_paths")
     arguments.add_argument("--raw-table-format", choices=("parquet", "delta", "json"))
-    arguments.add_argument("--run-date", type=date.fromisoformat, help="the day this run is for (YYYY-MM-DD)")
+    arguments.add_argument("--run-date", type=_run_date, help="the day this run is for (YYYY-MM-DD)")
     return arguments
 
 
@@ -138,9 +223,32 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return load_config(args.conf, overrides, args.run_date)
 
 
-def parse_config(argv: Sequence[str] | None, description: str) -> Config:
-    arguments = parser(description)
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints the whole usage; one line says more
+        refuse(f"{message} (--help lists the options)")
+
+
+def refuse(message: str) -> None:
+    print(f"groupscope: {message}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+def parse_arguments(
+    argv: Sequence[str] | None, description: str, job: str | None = None
+) -> tuple[Config, argparse.Namespace]:
+    """The command line and configuration files, checked; a mistake exits 2 with one line."""
+    arguments = parser(description, job)
+    args = arguments.parse_args(argv)
     try:
-        return config_from_args(arguments.parse_args(argv))
+        config = config_from_args(args)
+        check_inputs(config)
+        for path in getattr(args, "from_files", None) or ():
+            if not path.exists():
+                raise ConfigError(f"--from-files: {path} does not exist; give end_offsets.json files or their folders")
     except ConfigError as error:
-        arguments.error(str(error))  # exits 2 with the usage and the reason
+        refuse(str(error))
+    return config, args
+
+
+def parse_config(argv: Sequence[str] | None, description: str, job: str | None = None) -> Config:
+    return parse_arguments(argv, description, job)[0]

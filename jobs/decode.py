@@ -15,11 +15,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import Config, parse_config
-from jobs.ingest import RAW_RECORDS
-from jobs.runs import InvariantViolation, JobRun
-from jobs.session import build_session
-from jobs.tables import ensure_table, replace_cluster_rows
+from jobs.config import Config
+from jobs.runs import InvariantViolation, JobRun, run_job
+from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, replace_cluster_rows
 from schemas import tables
 from transforms import silver
 
@@ -36,7 +34,7 @@ SILVER_SCHEMAS = {
 
 
 def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
-    raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(config.cluster))
+    raw = cluster_rows(spark, config, RAW_RECORDS)
     # Two passes over raw_records: the common offset commits (nearly every record, decoded by Spark
     # expressions) go straight to their table; the few others are decoded once, kept, and fanned out.
     commits = silver.decode_raw_records(raw, silver.COMMON_OFFSET_COMMITS)
@@ -76,12 +74,8 @@ def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None
     Each table is read once, its record ids only (a column of its Parquet files): the counts add up,
     and the id sums show the ids are raw's own, none missing and none landed twice.
     """
-
-    def cluster_rows(name: str) -> DataFrame:
-        return spark.table(config.table(name)).where(F.col("cluster") == F.lit(config.cluster))
-
-    counts = {name: cluster_rows(name).count() for name in SILVER_SCHEMAS if name not in LANDING_TABLES}
-    landed = {name: _count_and_id_sum(cluster_rows(name)) for name in (*LANDING_TABLES, RAW_RECORDS)}
+    counts = {name: cluster_rows(spark, config, name).count() for name in SILVER_SCHEMAS if name not in LANDING_TABLES}
+    landed = {name: _count_and_id_sum(cluster_rows(spark, config, name)) for name in (*LANDING_TABLES, RAW_RECORDS)}
     counts.update({name: count for name, (count, _) in landed.items()})
     run.counts.update(counts)
     raw_count, quarantined = counts[RAW_RECORDS], counts["quarantine"]
@@ -98,14 +92,7 @@ def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-decode")
-    try:
-        with JobRun(spark, config, "decode") as run:
-            decode(spark, config, run)
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("decode", decode, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,13 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.config import Config, parse_config
-from jobs.runs import JobRun
+from jobs.config import Config
+from jobs.runs import JobRun, run_job
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
-from jobs.session import build_session
-from jobs.tables import ensure_table, merge_new_rows
+from jobs.tables import RAW_RECORDS, ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
 from transforms.bronze import raw_records_from_landed, read_partition_directories
 from transforms.record_batches import partition_from_path
-
-RAW_RECORDS = "raw_records"
 
 
 def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
@@ -64,18 +61,11 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
         if inputs_may_repeat_records(config):
             rows = rows.dropDuplicates(["cluster", "record_id"])
         merge_new_rows(spark, table, rows, ["cluster", "record_id"])
-    return run.count_rows(spark, table, "raw_records")
+    return run.count_rows(RAW_RECORDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-ingest")
-    try:
-        with JobRun(spark, config, "ingest") as run:
-            ingest(spark, config, run)
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("ingest", ingest, argv, __doc__)
 
 
 if __name__ == "__main__":

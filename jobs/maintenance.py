@@ -25,11 +25,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import Config, parse_config
-from jobs.ingest import RAW_RECORDS
-from jobs.runs import JobRun
-from jobs.session import build_session
-from jobs.tables import sql_string_literal
+from jobs.config import Config
+from jobs.runs import JobRun, run_job
+from jobs.tables import RAW_RECORDS, cluster_rows, sql_string_literal
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 
@@ -54,9 +52,9 @@ def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
     if raw_retention_days > 0:
         cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
         raw = DeltaTable.forName(spark, config.table(RAW_RECORDS))
-        before = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(config.cluster)).count()
+        before = cluster_rows(spark, config, RAW_RECORDS).count()
         raw.delete((F.col("cluster") == F.lit(config.cluster)) & (F.col("record_at") < F.lit(cutoff)))
-        run.counts["raw_records_deleted"] = before - run.count_rows(spark, config.table(RAW_RECORDS), "raw_records")
+        run.counts["raw_records_deleted"] = before - run.count_rows(RAW_RECORDS)
     for table in _tables(spark, config):
         delta = DeltaTable.forName(spark, table)
         detail = delta.detail().first()
@@ -78,14 +76,7 @@ def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-maintenance")
-    try:
-        with JobRun(spark, config, "maintenance") as run:
-            maintenance(spark, config, run)
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("maintenance", maintenance, argv, __doc__)
 
 
 if __name__ == "__main__":

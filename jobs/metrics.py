@@ -17,15 +17,11 @@ from datetime import date
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.config import Config, parse_config
-from jobs.history import END_OFFSETS, GoldSettings, Materialize, cluster_rows, gold_settings, write_gold
-from jobs.runs import JobRun
-from jobs.session import build_session
-from jobs.tables import table_location
+from jobs.config import Config, GoldSettings
+from jobs.runs import JobRun, run_job
+from jobs.tables import END_OFFSETS, Materialize, cluster_rows, table_location, write_gold
 from schemas import gold_tables
 from transforms import group_daily, lag, snapshot_horizon, status
-
-METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 
 
 def build_metrics(
@@ -89,21 +85,14 @@ def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
             "generations": cluster_rows(spark, config, "generations", gold_tables.generations_schema),
             "rebalances": cluster_rows(spark, config, "rebalances", gold_tables.rebalances_schema),
         },
-        gold_settings(config),
+        config.gold_settings(),
         config.run_date,
         lambda name, rows: write_gold(spark, config, run, name, rows),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-metrics")
-    try:
-        with JobRun(spark, config, "metrics") as run:
-            metrics(spark, config, run)
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("metrics", metrics, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -14,23 +14,22 @@ import sys
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from jobs.capture import capture
-from jobs.config import Config, parse_config, resolve_path
+from jobs.config import Config, resolve_path
 from jobs.decode import SILVER_SCHEMAS, decode
 from jobs.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
-from jobs.history import HISTORY_TABLES, history
+from jobs.history import history
 from jobs.ingest import ingest
 from jobs.kafka_security import capture_configured
-from jobs.metrics import METRICS_TABLES, metrics
-from jobs.runs import JobRun
-from jobs.session import build_session
+from jobs.metrics import metrics
+from jobs.runs import JobRun, run_job
+from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
 from jobs.views import create_views
 
 
 def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
-    offsets = spark.table(config.table("offset_commits")).where(F.col("cluster") == F.lit(config.cluster))
+    offsets = cluster_rows(spark, config, "offset_commits")
     groups = offsets.select("group_id").distinct().count()
     lines = [
         f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
@@ -45,34 +44,31 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:
+    if capture_configured(config):
+        run.progress("capture")
+        capture(spark, config, run)
+        run.progress("end_offsets", "live snapshot")
+        write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
+    run.progress("ingest")
+    ingest(spark, config, run)
+    end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
+    if end_offset_files:
+        run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
+        write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
+    run.progress("decode")
+    decode(spark, config, run)
+    run.progress("history")
+    history(spark, config, run)
+    run.progress("metrics")
+    metrics(spark, config, run)
+    run.progress("views")
+    create_views(spark, config)
+    print(summary(spark, config, run.counts), flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-nightly")
-    try:
-        with JobRun(spark, config, "nightly") as run:
-            if capture_configured(config):
-                run.progress("capture")
-                capture(spark, config, run)
-                run.progress("end_offsets", "live snapshot")
-                write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
-            run.progress("ingest")
-            ingest(spark, config, run)
-            end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
-            if end_offset_files:
-                run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
-                write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
-            run.progress("decode")
-            decode(spark, config, run)
-            run.progress("history")
-            history(spark, config, run)
-            run.progress("metrics")
-            metrics(spark, config, run)
-            run.progress("views")
-            create_views(spark, config)
-            print(summary(spark, config, run.counts), flush=True)
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job("nightly", nightly, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,18 +13,22 @@ import sys
 import time
 import traceback as tracebacks
 import uuid
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from jobs.config import Config
+from jobs.config import REPO_ROOT, Config, parse_config
 from jobs.locks import EXIT_BUSY, RunLock, RunRefused
-from jobs.tables import cluster_row_count, ensure_table, table_location
+from jobs.session import build_session
+from jobs.tables import cluster_rows, ensure_table, table_location
 from schemas.tables import job_runs_schema
 
 JOB_RUNS = "job_runs"
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
-__all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_SUCCEEDED", "InvariantViolation", "JobRun", "RunRefused"]
+# A failed run's traceback is for whoever debugs it, not for the console: it goes here, named in the message.
+LOG_DIR = REPO_ROOT / "logs"
+__all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_SUCCEEDED", "InvariantViolation", "JobRun", "RunRefused", "run_job"]
 
 
 class InvariantViolation(RuntimeError):
@@ -51,10 +55,10 @@ class JobRun:
             flush=True,
         )
 
-    def count_rows(self, spark: SparkSession, table: str, label: str) -> int:
-        count = cluster_row_count(spark, table, self.config.cluster)
-        self.counts[label] = count
-        self.progress(label, f"{count:,} rows for cluster {self.config.cluster!r}")
+    def count_rows(self, name: str) -> int:
+        count = cluster_rows(self.spark, self.config, name).count()
+        self.counts[name] = count
+        self.progress(name, f"{count:,} rows for cluster {self.config.cluster!r}")
         return count
 
     def __enter__(self) -> JobRun:
@@ -76,7 +80,7 @@ class JobRun:
         self.exit_code = EXIT_SUCCEEDED if error is None else EXIT_FAILED
         message = None if error is None else f"{error_type.__name__}: {error}"
         if error is not None and not isinstance(error, InvariantViolation):
-            tracebacks.print_exception(error_type, error, traceback, file=sys.stderr)
+            message += f" (traceback in {self._write_traceback(error_type, error, traceback)})"
         try:
             self._record(outcome, message)
         finally:
@@ -85,6 +89,12 @@ class JobRun:
         self.progress(outcome, message or json.dumps(self.counts))
         # A failure is reported through the exit code and the job_runs row, not a traceback.
         return error is not None and isinstance(error, Exception)
+
+    def _write_traceback(self, error_type, error, traceback) -> str:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        path = LOG_DIR / f"{self.run_id}.log"
+        path.write_text("".join(tracebacks.format_exception(error_type, error, traceback)))
+        return str(path)
 
     def _record(self, outcome: str, message: str | None) -> None:
         table = self.config.table(JOB_RUNS)
@@ -109,3 +119,18 @@ class JobRun:
         rows = self.spark.createDataFrame([row], job_runs_schema)
         # mergeSchema: a job_runs table written by an older groupscope gains the new columns.
         rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table_location(self.spark, table))
+
+
+Step = Callable[[SparkSession, Config, JobRun], None]
+
+
+def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str, exclusive: bool = True) -> int:
+    """A job's whole `main()`: its checked command line, one session, one recorded run, the exit code."""
+    config = parse_config(argv, description, job)
+    spark = build_session(config, f"groupscope-{job.replace('_', '-')}")
+    try:
+        with JobRun(spark, config, job, exclusive) as run:
+            step(spark, config, run)
+        return run.exit_code
+    finally:
+        spark.stop()

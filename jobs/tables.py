@@ -1,15 +1,30 @@
-"""Delta table I/O shared by the jobs: create, merge new rows, replace one cluster's rows."""
+"""Delta table I/O shared by the jobs: the tables' names, create, read one cluster's rows, merge new
+rows, replace one cluster's rows."""
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+
+from jobs.config import Config
+from schemas import gold_tables
+
+if TYPE_CHECKING:
+    from jobs.runs import JobRun
+
+RAW_RECORDS = "raw_records"
+TOPIC_IDS = "topic_ids"
+END_OFFSETS = "end_offsets"
+SILVER_INPUTS = ("offset_commits", "group_metadata", "group_members", "consumer_group_records")
+HISTORY_TABLES = ("generations", "generation_assignments", "rebalances", "partition_movements", "rebalance_frequency")
+METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 
 # A committed Delta version: a commit file or a checkpoint (temporary files start with a dot).
 _DELTA_VERSION_FILE = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[\w-]+)?\.parquet)|_last_checkpoint")
@@ -83,5 +98,33 @@ def replace_cluster_rows(spark: SparkSession, name: str, rows: DataFrame, cluste
     )
 
 
-def cluster_row_count(spark: SparkSession, name: str, cluster: str) -> int:
-    return spark.table(name).where(F.col("cluster") == F.lit(cluster)).count()
+def cluster_rows(spark: SparkSession, config: Config, name: str, schema: StructType | None = None) -> DataFrame:
+    """One cluster's rows of a table; an empty frame of `schema` when the (optional) table does not exist."""
+    table = config.table(name)
+    if schema is not None and not spark.catalog.tableExists(table):
+        return spark.createDataFrame([], schema)
+    return spark.table(table).where(F.col("cluster") == F.lit(config.cluster))
+
+
+def gold_rows(name: str, rows: DataFrame) -> DataFrame:
+    """Rows in the gold table's column order and types."""
+    return rows.select(*[F.col(f.name).cast(f.dataType) for f in gold_tables.GOLD_SCHEMAS[name].fields])
+
+
+def write_gold(spark: SparkSession, config: Config, run: JobRun, name: str, rows: DataFrame) -> DataFrame:
+    """Replaces the cluster's rows of a gold table and returns them as read back (short lineage)."""
+    table = config.table(name)
+    ensure_table(spark, table, gold_tables.GOLD_SCHEMAS[name], partition_by=("cluster",))
+    replace_cluster_rows(spark, table, gold_rows(name, rows), config.cluster)
+    run.count_rows(name)
+    return cluster_rows(spark, config, name)
+
+
+# Stores one gold table's rows and gives them back cut from their lineage: the job writes Delta tables,
+# tests may keep them in memory.
+Materialize = Callable[[str, DataFrame], DataFrame]
+
+
+def materialized(rows: DataFrame) -> DataFrame:
+    """An intermediate result computed once and cut from its lineage (it feeds several outputs)."""
+    return rows.localCheckpoint(eager=True)

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from jobs.config import REPO_ROOT, Config, parse_config
-from jobs.runs import JobRun
-from jobs.session import build_session
+from jobs.config import REPO_ROOT, Config
+from jobs.runs import run_job
 
 SQL_DIR = REPO_ROOT / "sql"
 DATABASE_PLACEHOLDER = "${database}"
@@ -69,14 +68,9 @@ def create_views(spark: SparkSession, config: Config) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_config(argv, __doc__)
-    spark = build_session(config, "groupscope-views")
-    try:
-        with JobRun(spark, config, "views") as run:
-            run.progress("views", ", ".join(create_views(spark, config)))
-        return run.exit_code
-    finally:
-        spark.stop()
+    return run_job(
+        "views", lambda spark, config, run: run.progress("views", ", ".join(create_views(spark, config))), argv, __doc__
+    )
 
 
 if __name__ == "__main__":

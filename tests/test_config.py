@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.config import parse_config
+from jobs.config import EXIT_USAGE, parse_config
 
 
 def test_the_quick_start_configuration_loads():
@@ -35,3 +35,48 @@ def test_an_unusable_name_exits_2_with_the_reason(flags, message, capsys):
 
 def test_any_printable_cluster_name_is_data():
     assert parse_config(["--cluster", "eu-west/prod 'blue'"], "test").cluster == "eu-west/prod 'blue'"
+
+
+def _refusal(capsys, argv: list[str]) -> str:
+    """The one line a mistaken command line gets; it must exit 2 and print no usage or traceback."""
+    with pytest.raises(SystemExit) as exit_:
+        parse_config(argv, "test")
+    assert exit_.value.code == EXIT_USAGE
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_a_missing_configuration_file_is_named(capsys, tmp_path):
+    line = _refusal(capsys, ["--conf", str(tmp_path / "prod.toml")])
+    assert f"configuration file {tmp_path / 'prod.toml'} does not exist" in line
+
+
+def test_a_misspelt_setting_is_refused_instead_of_ignored(capsys, tmp_path):
+    env = tmp_path / "typo.toml"
+    env.write_text('[input]\ncluster = "x"\nsegment_path = ["samples"]\n')
+    assert "unknown setting 'input.segment_path'" in _refusal(capsys, ["--conf", str(env)])
+    env.write_text("[gold]\nstorm_rebalances_per_hr = 3\n")
+    assert "unknown [gold] settings ['storm_rebalances_per_hr']" in _refusal(capsys, ["--conf", str(env)])
+    env.write_text('[capture.kafka]\n"security.protocol" = "SSL"\n[maintenance]\nvacuum_retain_hours = 24\n')
+    assert parse_config(["--conf", str(env)], "test").section("maintenance")["vacuum_retain_hours"] == 24
+
+
+def test_invalid_toml_is_one_line(capsys, tmp_path):
+    env = tmp_path / "broken.toml"
+    env.write_text("[input\n")
+    assert "is not valid TOML" in _refusal(capsys, ["--conf", str(env)])
+
+
+def test_a_date_that_is_not_one_says_the_format(capsys):
+    assert "'2026-13-01' is not a date; write it as YYYY-MM-DD" in _refusal(capsys, ["--run-date", "2026-13-01"])
+
+
+def test_a_missing_input_path_is_refused_before_any_run(capsys, tmp_path):
+    line = _refusal(capsys, ["--segments", str(tmp_path / "nope")])
+    assert f"{tmp_path / 'nope'} does not exist" in line
+    assert parse_config(["--segments", "s3a://bucket/logs"], "test").segment_paths == ("s3a://bucket/logs",)
+
+
+def test_an_unknown_option_is_one_line(capsys):
+    assert "unrecognized arguments: --bogus" in _refusal(capsys, ["--bogus"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import struct
 from collections import Counter
@@ -154,6 +155,8 @@ def test_missing_input_fails_the_run_clearly(spark, spark_config, tmp_path):
     assert run.exit_code == 1
     (row,) = spark.table(config.table("job_runs")).where(F.col("cluster") == "missing").collect()
     assert row.outcome == "failed" and "no such file or directory" in row.message
+    traceback_file = Path(re.search(r"\(traceback in (.+\.log)\)", row.message)[1])
+    assert traceback_file.read_text().startswith("Traceback (most recent call last)")
 
 
 def test_fixture_copy_is_complete():

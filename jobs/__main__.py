@@ -1,0 +1,46 @@
+"""The launcher's front door, with no Spark: `python -m jobs` lists the jobs, and
+`python -m jobs check JOB [args]` refuses a mistaken command line (unknown job, missing config
+file or input path, bad date, unknown setting) in one line with exit 2 before spark-submit starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from jobs import JOBS
+from jobs.config import EXIT_USAGE, parse_config
+
+
+def usage() -> str:
+    width = max(map(len, JOBS))
+    lines = [f"  {name:<{width}}  {summary}" for name, summary in JOBS.items()]
+    return "\n".join(
+        [
+            "usage: ./spark-submit.sh [--master URL] JOB [--conf conf/<env>.toml] [--cluster NAME] [...]",
+            "jobs:",
+            *lines,
+            "JOB --help lists its options. Exit codes: 0 succeeded, 1 failed, 2 wrong command line,",
+            "75 refused (another run holds the lock; retry later).",
+        ]
+    )
+
+
+def check(job: str, argv: Sequence[str]) -> int:
+    if job not in JOBS:
+        print(f"groupscope: {job!r} is not a job; the jobs are: {', '.join(JOBS)}", file=sys.stderr)
+        return EXIT_USAGE
+    parse_config(argv, f"groupscope {job}", job=job)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["check"] and len(args) >= 2:
+        return check(args[1], args[2:])
+    print(usage(), file=sys.stderr)
+    return 0 if args[:1] in (["--help"], ["-h"]) else EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
