@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
@@ -47,10 +47,8 @@ from jobs.kafka_security import (
 from jobs.runs import JobRun, run_job
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
-from transforms.bronze import raw_records_from_landed
+from transforms.captured_offsets import kafka_raw_rows, missing_offset_ranges, partition_spans
 
-SOURCE_KIND_KAFKA = "kafka"
-TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME = 0, 1  # the Kafka source's timestampType
 # Spark's admin-based offset reader drops internal topics (ConsumerStrategy.retrieveAllPartitions filters
 # isInternal); the consumer-based one reads assigned partitions of any topic, with the consumer's isolation
 # level (its end offset under read_committed is the last stable offset).
@@ -106,73 +104,6 @@ def kafka_source_options(connection: KafkaConnection, settings: CaptureSettings,
     if settings.max_offsets_per_trigger > 0:
         options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
     return options
-
-
-def kafka_raw_rows(records: DataFrame, cluster: str, capture_run_id: str, source: str) -> DataFrame:
-    """Rows of Spark's Kafka source -> raw_records rows (source_kind 'kafka'). Under read_committed every
-    record is committed or not transactional, so txn_state stays null as for other landed records."""
-    timestamp_type = (
-        F.when(F.col("timestampType") == TIMESTAMP_TYPE_CREATE_TIME, F.lit("create_time"))
-        .when(F.col("timestampType") == TIMESTAMP_TYPE_LOG_APPEND_TIME, F.lit("log_append_time"))
-        .alias("timestampType")
-    )
-    landed = records.select("partition", "offset", "timestamp", timestamp_type, "key", "value")
-    rows = raw_records_from_landed(landed, cluster, capture_run_id, source, is_base64=False)
-    return rows.select(
-        *[F.lit(SOURCE_KIND_KAFKA).alias(name) if name == "source_kind" else F.col(name) for name in rows.columns]
-    )
-
-
-def partition_spans(batch_offsets: DataFrame, held_offsets: DataFrame) -> DataFrame:
-    """The offsets each partition of a micro-batch must account for: from just after the last record held
-    before the batch (0 when none) to the batch's last record, and how many of them are held.
-
-    batch_offsets, held_offsets: source_partition, source_offset (held = every record of the cluster,
-    the batch included). Spans of consecutive batches meet, so every offset is accounted for once, and
-    a replayed batch gives the same span again.
-    """
-    bounds = batch_offsets.groupBy("source_partition").agg(
-        F.min("source_offset").alias("batch_first_offset"), F.max("source_offset").alias("last_offset")
-    )
-    offset, batch_first = F.col("source_offset"), F.col("batch_first_offset")
-    return (
-        held_offsets.join(F.broadcast(bounds), on="source_partition", how="inner")
-        .where(offset <= F.col("last_offset"))
-        .groupBy("source_partition", "batch_first_offset", "last_offset")
-        .agg(
-            F.max(F.when(offset < batch_first, offset)).alias("last_held_offset"),
-            F.countDistinct(F.when(offset >= batch_first, offset)).alias("held_count"),
-        )
-        .select(
-            "source_partition",
-            F.coalesce(F.col("last_held_offset") + 1, F.lit(0).cast("long")).alias("first_offset"),
-            "last_offset",
-            "held_count",
-        )
-    )
-
-
-def missing_offset_ranges(spans: DataFrame, held_offsets: DataFrame) -> DataFrame:
-    """Runs of offsets inside each span (source_partition, first_offset, last_offset) that no held record
-    has: source_partition, start_offset, end_offset (exclusive)."""
-    in_span = (
-        held_offsets.join(spans, on="source_partition", how="inner")
-        .where(F.col("source_offset").between(F.col("first_offset"), F.col("last_offset")))
-        .select("source_partition", "source_offset")
-        .distinct()
-    )
-    span_starts = spans.select("source_partition", (F.col("first_offset") - 1).alias("source_offset"))
-    in_order = Window.partitionBy("source_partition").orderBy("source_offset")
-    return (
-        in_span.unionByName(span_starts)
-        .withColumn("previous_offset", F.lag("source_offset").over(in_order))
-        .where(F.col("source_offset") - F.col("previous_offset") > 1)
-        .select(
-            "source_partition",
-            (F.col("previous_offset") + 1).alias("start_offset"),
-            F.col("source_offset").alias("end_offset"),
-        )
-    )
 
 
 class GapProbe:
