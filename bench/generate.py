@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from bench.estate import WINDOW_START_MS, Estate, EstateShape, build_estate
 from bench.log_writer import CODECS, write_partition
 from bench.simulate import Coordinator
-from transforms.codec import uuid_to_kafka_string
+from transforms.decoder.layout_reader import uuid_to_kafka_string
 
 MANIFEST = "manifest.json"
 PILOT_WINDOW_MS = 120_000

@@ -43,7 +43,7 @@ from bench.estate import (
     GroupPlan,
     Topic,
 )
-from transforms.codec import uuid_to_kafka_string
+from transforms.decoder.layout_reader import uuid_to_kafka_string
 
 UPGRADE_AGE_MS = 2 * 86_400_000  # records older than this were written by the 3.9 broker
 OFFSETS_RETENTION_MS = 7 * 86_400_000  # offsets.retention.minutes default

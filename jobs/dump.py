@@ -21,9 +21,9 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 from jobs.segment_files import read_paths
-from transforms.coordinator_codec import decode_record
-from transforms.decode_rows import to_jsonable
-from transforms.record_batches import LogRecord
+from transforms.decoder.coordinator_records import decode_record
+from transforms.decoder.decode_rows import to_jsonable
+from transforms.decoder.record_batches import LogRecord
 
 
 def dump_line(record: LogRecord) -> dict:

@@ -17,7 +17,7 @@ from jobs.segment_files import as_source_file, discover_partitions, is_uri, read
 from jobs.tables import RAW_RECORDS, ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
 from transforms.bronze import raw_records_from_landed, read_partition_directories
-from transforms.record_batches import partition_from_path
+from transforms.decoder.record_batches import partition_from_path
 
 
 def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:

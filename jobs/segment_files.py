@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from pyarrow import fs
 
-from transforms.record_batches import LogRecord, partition_from_path, read_partition
+from transforms.decoder.record_batches import LogRecord, partition_from_path, read_partition
 
 PARTITION_DIRECTORY_GLOB = "__consumer_offsets-*"
 

@@ -1,7 +1,7 @@
 """The vocabulary for declaring Kafka binary layouts, in the spirit of Kafka's JSON message specs.
 
 A layout is data: a list of fields with a type, the versions that carry them and, for flexible
-versions, an optional tag. `transforms.codec` is the one interpreter that reads bytes with them, so
+versions, an optional tag. `transforms.decoder.layout_reader` is the one interpreter that reads bytes with them, so
 adding a record version is a new declaration here, never new parsing code.
 
 Field types: int8 int16 uint16 int32 int64 uuid string bytes struct, and arrays written "[]<type>";

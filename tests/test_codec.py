@@ -22,8 +22,8 @@ from bench.encoding import (
     topic_partitions,
     uvarint,
 )
-from transforms.codec import CorruptRecordError, read_uvarint
-from transforms.coordinator_codec import decode_record
+from transforms.decoder.coordinator_records import decode_record
+from transforms.decoder.layout_reader import CorruptRecordError, read_uvarint
 
 h = bytes.fromhex
 KEY_MY_GROUP_ORDERS_3 = h("000100086d792d67726f757000066f726465727300000003")  # reference section 12.1

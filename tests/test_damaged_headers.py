@@ -19,7 +19,7 @@ import pytest
 
 from jobs.dump import dump_lines, main
 from transforms.bronze import raw_batch
-from transforms.record_batches import LogRecord, read_segment_bytes
+from transforms.decoder.record_batches import LogRecord, read_segment_bytes
 
 CAPTURES = Path(__file__).parent / "captures"
 SEGMENTS = sorted(

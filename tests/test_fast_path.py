@@ -1,8 +1,8 @@
 """The decoder's fast path (jvm/decoder, in the JVM) decodes offset commits exactly as the reference
 decoder does.
 
-The reference is the declarative decoder (schemas/ layouts read by transforms.codec, rows by
-transforms.decode_rows). The silver decoder (common offset commits by the fast path, the rest by the
+The reference is the declarative decoder (schemas/ layouts read by transforms.decoder.layout_reader, rows by
+transforms.decoder.decode_rows). The silver decoder (common offset commits by the fast path, the rest by the
 reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and 3.9.2,
 public fixtures, a generator sample) and over hand-made and damaged offset commits; each decoded row
 must equal the reference decoder's, column for column.
@@ -23,7 +23,7 @@ from schemas.tables import raw_records_schema
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
 from transforms import silver
-from transforms.decode_rows import decode_raw_row
+from transforms.decoder.decode_rows import decode_raw_row
 
 DECODED_ARROW = silver.to_arrow_schema(silver.decoded_schema)
 KEY = i16(1) + string("orders-app") + string("orders") + i32(7)

@@ -25,7 +25,7 @@ from jobs.segment_files import read_paths
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
 from tests.test_kafka_oracle import ours_by_position
-from transforms.coordinator_codec import decode_record
+from transforms.decoder.coordinator_records import decode_record
 
 SAMPLE_ARGS = ["--groups", "40", "--topics", "24", "--max-partitions", "6", "--churn-minutes", "2",
                "--window-seconds", "900", "--compression", "mixed", "--snapshots", "12", "--workers", "1"]  # fmt: skip

@@ -26,7 +26,7 @@ from jobs.segment_files import as_source_file, discover_partitions, read_partiti
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
 from transforms.bronze import arrow_batches, read_partition_directories
-from transforms.record_batches import read_paths
+from transforms.decoder.record_batches import read_paths
 
 DANIEL = PUBLIC_FIXTURES / "DanielMorales9__kafkafun" / "677fd1af" / "data" / "kafka"
 MSCALDAS = PUBLIC_FIXTURES / "mscaldas2012__kafka-connect-spooldir" / "369b2776" / "kafka-data"

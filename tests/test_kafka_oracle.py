@@ -15,8 +15,8 @@ from jobs.segment_files import read_paths
 from lab.broker import KAFKA_VERSIONS
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments, strip_payload_versions, without_extras
-from transforms.coordinator_codec import decode_record
-from transforms.decode_rows import to_jsonable
+from transforms.decoder.coordinator_records import decode_record
+from transforms.decoder.decode_rows import to_jsonable
 
 CAPTURES = REPO_ROOT / "tests" / "captures"
 # The release of the DumpLogSegments that run_dump_log_segments runs (jvm/kafka-4/jars).

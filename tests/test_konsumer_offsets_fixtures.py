@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PUBLIC_FIXTURES
-from transforms.coordinator_codec import decode_record
+from transforms.decoder.coordinator_records import decode_record
 
 FIXTURES = PUBLIC_FIXTURES / "kafkesc__konsumer_offsets" / "52fcd348" / "fixtures" / "tests"
 _TOKEN = re.compile(

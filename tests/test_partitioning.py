@@ -6,7 +6,7 @@ import pytest
 
 from jobs.segment_files import read_paths
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
-from transforms.coordinator_codec import decode_record
+from transforms.decoder.coordinator_records import decode_record
 from transforms.partitioning import java_string_hashcode, offsets_partition
 
 

@@ -20,8 +20,14 @@ from bench import batch_builder as bb
 from bench.batch_builder import Rec
 from tests.conftest import PUBLIC_FIXTURES
 from transforms.bronze import raw_batch
-from transforms.compression import CorruptRecordError, decompress
-from transforms.record_batches import LogRecord, partition_from_path, read_partition, read_paths, read_segment_bytes
+from transforms.decoder.compression import CorruptRecordError, decompress
+from transforms.decoder.record_batches import (
+    LogRecord,
+    partition_from_path,
+    read_partition,
+    read_paths,
+    read_segment_bytes,
+)
 
 h = bytes.fromhex
 

@@ -17,7 +17,7 @@ from schemas.coordinator_records import ASSIGNMENT_EPOCHS, STREAMS_GROUP_CURRENT
 from schemas.layouts import Field, Message
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import parse_dump
-from transforms.codec import read_versioned
+from transforms.decoder.layout_reader import read_versioned
 
 CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "streams"
 TYPE_STREAMS_CURRENT_ASSIGNMENT, TYPE_STREAMS_MEMBER_METADATA = 22, 19

@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from schemas.tables import raw_records_schema
-from transforms.record_batches import LogRecord
+from transforms.decoder.record_batches import LogRecord
 
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"

@@ -2,7 +2,7 @@
 
 `decode_raw_records` decodes: nearly every record is a common offset commit, decoded inside the JVM
 by the fast path (jvm/decoder: `groupscope.CommonOffsetCommits`, a Spark function); every other record
-goes to the reference decoder (transforms.decode_rows, Python over Arrow batches), which stays the
+goes to the reference decoder (transforms.decoder.decode_rows, Python over Arrow batches), which stays the
 definition: tests require both to give the same rows on real and on damaged records. Every other step
 is Spark built-ins. Each record lands in exactly one silver table or in `quarantine`, chosen by the
 decoded row's `destination`.
@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 
 from schemas import tables
 from schemas.coordinator_records import RECORD_TYPE_OFFSET_COMMIT, RECORD_TYPES
-from transforms.decode_rows import (
+from transforms.decoder.decode_rows import (
     DESTINATION_CONSUMER_GROUP_RECORD,
     DESTINATION_GROUP_METADATA,
     DESTINATION_OFFSET_COMMIT,

@@ -21,7 +21,7 @@ from schemas.embedded_payloads import (
     PROTOCOL_TYPE_CONSUMER,
     USER_DATA_LAYOUTS,
 )
-from transforms.codec import CorruptRecordError, read_exact, read_versioned
+from transforms.decoder.layout_reader import CorruptRecordError, read_exact, read_versioned
 
 _INT16 = struct.Struct(">h")
 

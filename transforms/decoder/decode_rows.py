@@ -16,7 +16,7 @@ from schemas.coordinator_records import (
     RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION,
     RECORD_TYPE_GROUP_METADATA,
 )
-from transforms.coordinator_codec import DecodedRecord, decode_record
+from transforms.decoder.coordinator_records import DecodedRecord, decode_record
 
 DESTINATION_OFFSET_COMMIT = "offset_commit"
 DESTINATION_GROUP_METADATA = "group_metadata"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from transforms.batch_resync import LEGACY_CRC_START, LEGACY_MIN_SIZE, LOG_OVERHEAD
-from transforms.compression import CODEC_NAMES, CorruptRecordError, decompress
+from transforms.decoder.batch_resync import LEGACY_CRC_START, LEGACY_MIN_SIZE, LOG_OVERHEAD
+from transforms.decoder.compression import CODEC_NAMES, CorruptRecordError, decompress
 
 # Legacy message: offset, size, crc, magic, attributes, then [timestamp] and the key/value lengths.
 _HEADER = struct.Struct(">qiIbb")

@@ -1,7 +1,7 @@
 """The log layer: segment files -> one `LogRecord` per data record, in log order.
 
 RecordBatch magic 2 (CRC-32C checked) and legacy magic 0/1 message sets (CRC-32 checked, compressed
-wrappers unpacked), every codec Kafka uses (see `transforms.compression`), and COMMIT/ABORT markers
+wrappers unpacked), every codec Kafka uses (see `transforms.decoder.compression`), and COMMIT/ABORT markers
 applied per producer id within a partition, so each transactional record says whether it was
 committed, aborted or is still pending. Control records themselves are never yielded.
 Reference: kafka-record-formats.md section 9.
@@ -10,9 +10,9 @@ Bad bytes never raise out of these iterators and are never dropped. A batch that
 one `LogRecord` with `error` set and the batch's bytes in `raw`, and reading goes on with the next
 batch. When the failed batch's length cannot be trusted (its checksum fails, its magic is unknown,
 its length is out of range), reading resumes at the next batch whose checksum holds
-(`transforms.batch_resync`), and the bytes between are one such item, its reason naming their range;
+(`transforms.decoder.batch_resync`), and the bytes between are one such item, its reason naming their range;
 with no such batch left, the item holds the rest of the file. Legacy message sets are read by
-`transforms.legacy_messages`, transactions resolved by `transforms.log_transactions`.
+`transforms.decoder.legacy_messages`, transactions resolved by `transforms.decoder.log_transactions`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import crc32c
 
-from transforms.batch_resync import (
+from transforms.decoder.batch_resync import (
     FRAMING,
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
@@ -35,9 +35,9 @@ from transforms.batch_resync import (
     lengths_lead_to,
     next_sound_batch,
 )
-from transforms.compression import CODEC_NAMES, CorruptRecordError, decompress
-from transforms.legacy_messages import CREATE_TIME, LOG_APPEND_TIME, legacy_messages
-from transforms.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING, Marker, resolve_transactions
+from transforms.decoder.compression import CODEC_NAMES, CorruptRecordError, decompress
+from transforms.decoder.legacy_messages import CREATE_TIME, LOG_APPEND_TIME, legacy_messages
+from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING, Marker, resolve_transactions
 
 # RecordBatch v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.

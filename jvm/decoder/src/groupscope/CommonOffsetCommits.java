@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.DataType;
 /**
  * The fast path of the silver decoder, inside the JVM: one common offset commit (key, value, read
  * error of a raw record) -> its decoded fields, or null when the record is not common and the
- * reference decoder (Python, transforms.decode_rows) must decode it. The fields are those of
+ * reference decoder (Python, transforms.decoder.decode_rows) must decode it. The fields are those of
  * transforms.silver.COMMON_OFFSET_COMMIT_COLUMNS, in that order; Python passes their types.
  *
  * A record is common when every check of the reference decoder would pass trivially (the rules are
