@@ -54,6 +54,8 @@ class EndOffsetSeries:
         self._thread.join(REQUEST_TIMEOUT_S * 3)
         if self._thread.is_alive():
             raise RuntimeError("the end-offset snapshot thread did not stop")
+        # Destroyed now, while the broker is up: librdkafka's destroy can wait on a broker that is gone.
+        self._admin = None
         return self.snapshots
 
     def _run(self) -> None:
