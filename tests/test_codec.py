@@ -23,7 +23,8 @@ from bench.encoding import (
     uvarint,
 )
 from transforms.decoder.coordinator_records import decode_record
-from transforms.decoder.layout_reader import CorruptRecordError, read_uvarint
+from transforms.decoder.errors import CorruptRecordError
+from transforms.decoder.layout_reader import read_uvarint
 
 h = bytes.fromhex
 KEY_MY_GROUP_ORDERS_3 = h("000100086d792d67726f757000066f726465727300000003")  # reference section 12.1

@@ -1,4 +1,5 @@
-"""The decoder package is pure Python: importing it never loads pyspark, and it decodes without one.
+"""The decoder package is pure Python: importing it never loads pyspark, and it decodes without one;
+bad bytes in either of its layers are one error type.
 
 `jobs.dump` runs it with no JVM and Spark's Python workers import it for every task, so a pyspark
 import slipping into it would make the one cost heavy and the other circular. Each check runs in a
@@ -11,7 +12,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import REPO_ROOT
+from transforms.decoder.compression import decompress
+from transforms.decoder.errors import CorruptRecordError
+from transforms.decoder.layout_reader import read_uvarint
 
 # Imports every module of transforms.decoder, found by walking the package (so a new module is
 # covered without editing this list), and prints how many it imported.
@@ -78,3 +84,18 @@ print(row["destination"], row["group_id"], row["committed_offset"])
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["offset_commit", "g", "42"]
+
+
+def test_the_log_layer_and_the_record_layer_raise_one_error_with_where_expected_found():
+    with pytest.raises(CorruptRecordError) as log_layer:
+        decompress(1, b"\x1f\x8b not really gzip")
+    with pytest.raises(CorruptRecordError) as record_layer:
+        read_uvarint(b"\x80", 0)
+    assert (log_layer.value.where, log_layer.value.expected) == ("gzip payload of 18 bytes", "bytes that decompress")
+    assert str(log_layer.value).startswith("gzip payload of 18 bytes does not decompress: ")  # the wording kept
+    assert (record_layer.value.where, record_layer.value.expected, record_layer.value.found) == (
+        "byte 0",
+        "an unsigned varint",
+        "the end of the buffer",
+    )
+    assert str(record_layer.value) == "byte 0: expected an unsigned varint, found the end of the buffer"

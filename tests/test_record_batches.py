@@ -20,7 +20,8 @@ from bench import batch_builder as bb
 from bench.batch_builder import Rec
 from tests.conftest import PUBLIC_FIXTURES
 from transforms.bronze import raw_batch
-from transforms.decoder.compression import CorruptRecordError, decompress
+from transforms.decoder.compression import decompress
+from transforms.decoder.errors import CorruptRecordError
 from transforms.decoder.record_batches import (
     LogRecord,
     partition_from_path,

@@ -5,7 +5,7 @@ a segment), `legacy_messages` (magic 0 and 1), `compression`, `batch_resync` (wh
 after damage) and `log_transactions` (COMMIT/ABORT markers). The record layer reads one record's key
 and value: `layout_reader` interprets the layouts declared in `schemas/`, `coordinator_records`
 dispatches on the record type, and `decode_rows` shapes a decoded record into a silver row. Bad bytes
-in either layer are one `errors.CorruptRecordError`.
+in either layer are one `errors.CorruptRecordError` (where, expected, found).
 
 `jobs.dump` uses it with no JVM; `transforms.silver` runs it inside Spark over Arrow batches.
 Importing this package never loads pyspark (tests/test_decoder_package.py).

@@ -9,7 +9,7 @@ Grain: one compressed payload in, its uncompressed bytes out. Kafka's framing qu
   ("ERROR_headerChecksum_invalid"), so a frame whose checksum byte equals Kafka's broken value is
   repaired before decoding. The batch CRC has already vouched for these bytes.
 
-Every failure is a `CorruptRecordError`, the log layer's one error type for bad bytes.
+Every failure is a `CorruptRecordError`, the decoder's one error type for bad bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import struct
 
 import cramjam
+
+from transforms.decoder.errors import CorruptRecordError
 
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")  # by the codec id in attribute bits 0-2
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -26,10 +28,6 @@ _LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 _LZ4_FLAGS_KAFKA_NEVER_SETS = 0x08 | 0x01  # content size, dictionary id
 _XXH_PRIME_1, _XXH_PRIME_2, _XXH_PRIME_3 = 2654435761, 2246822519, 3266489917
 _XXH_PRIME_4, _XXH_PRIME_5, _MASK_32 = 668265263, 374761393, 0xFFFFFFFF
-
-
-class CorruptRecordError(ValueError):
-    """Bytes of the log layer that fail a check: the message says what was expected and what was found."""
 
 
 def decompress(codec: int, payload: bytes) -> bytes:
@@ -46,10 +44,13 @@ def decompress(codec: int, payload: bytes) -> bytes:
     except CorruptRecordError:
         raise
     except Exception as error:  # cramjam.DecompressionError, and whatever a codec library raises on garbage
+        where = f"{CODEC_NAMES[codec]} payload of {len(payload)} bytes"
         raise CorruptRecordError(
-            f"{CODEC_NAMES[codec]} payload of {len(payload)} bytes does not decompress: {error}"
+            where, "bytes that decompress", str(error), message=f"{where} does not decompress: {error}"
         ) from None
-    raise CorruptRecordError(f"unknown compression codec {codec} (expected 1-4)")
+    raise CorruptRecordError(
+        "compression codec", "1-4", str(codec), message=f"unknown compression codec {codec} (expected 1-4)"
+    )
 
 
 def _snappy(payload: bytes) -> bytes:
@@ -58,14 +59,27 @@ def _snappy(payload: bytes) -> bytes:
     blocks = []
     pos, size = _XERIAL_HEADER_SIZE, len(payload)
     if size < pos:
-        raise CorruptRecordError(f"xerial snappy: the {pos}-byte header is cut off ({size} bytes)")
+        raise CorruptRecordError(
+            "xerial snappy header",
+            f"{pos} bytes",
+            f"{size} bytes",
+            message=f"xerial snappy: the {pos}-byte header is cut off ({size} bytes)",
+        )
     while pos < size:
         if pos + 4 > size:
-            raise CorruptRecordError(f"xerial snappy: block length at byte {pos} is cut off ({size - pos} bytes left)")
+            raise CorruptRecordError(
+                f"xerial snappy block length at byte {pos}",
+                "4 bytes",
+                f"{size - pos} bytes left",
+                message=f"xerial snappy: block length at byte {pos} is cut off ({size - pos} bytes left)",
+            )
         (length,) = _INT32.unpack_from(payload, pos)
         if length < 0 or pos + 4 + length > size:
             raise CorruptRecordError(
-                f"xerial snappy: block of {length} bytes at byte {pos} overruns the {size}-byte payload"
+                f"xerial snappy block at byte {pos}",
+                f"a length within the {size}-byte payload",
+                str(length),
+                message=f"xerial snappy: block of {length} bytes at byte {pos} overruns the {size}-byte payload",
             )
         blocks.append(bytes(cramjam.snappy.decompress_raw(payload[pos + 4 : pos + 4 + length])))
         pos += 4 + length

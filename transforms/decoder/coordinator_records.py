@@ -21,7 +21,8 @@ from schemas.embedded_payloads import (
     PROTOCOL_TYPE_CONSUMER,
     USER_DATA_LAYOUTS,
 )
-from transforms.decoder.layout_reader import CorruptRecordError, read_exact, read_versioned
+from transforms.decoder.errors import CorruptRecordError
+from transforms.decoder.layout_reader import read_exact, read_versioned
 
 _INT16 = struct.Struct(">h")
 

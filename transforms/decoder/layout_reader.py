@@ -18,6 +18,7 @@ import struct
 from collections.abc import Callable
 
 from schemas.layouts import Field, Message, VersionRange, default_value
+from transforms.decoder.errors import CorruptRecordError
 
 Reader = Callable[[bytes, int], tuple[object, int]]
 
@@ -25,14 +26,6 @@ _INT8, _INT16, _UINT16 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct
 _INT32, _INT64 = struct.Struct(">i"), struct.Struct(">q")
 _FIXED = {"int8": _INT8, "int16": _INT16, "uint16": _UINT16, "int32": _INT32, "int64": _INT64}
 _MAX_VARINT_BYTES = 5
-
-
-class CorruptRecordError(ValueError):
-    """Bytes that do not match the declared layout: says where, what was expected, what was found."""
-
-    def __init__(self, where: str, expected: str, found: str) -> None:
-        super().__init__(f"{where}: expected {expected}, found {found}")
-        self.where, self.expected, self.found = where, expected, found
 
 
 def uuid_to_kafka_string(raw: bytes) -> str:

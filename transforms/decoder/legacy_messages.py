@@ -12,7 +12,8 @@ import struct
 import zlib
 
 from transforms.decoder.batch_resync import LEGACY_CRC_START, LEGACY_MIN_SIZE, LOG_OVERHEAD
-from transforms.decoder.compression import CODEC_NAMES, CorruptRecordError, decompress
+from transforms.decoder.compression import CODEC_NAMES, decompress
+from transforms.decoder.errors import CorruptRecordError
 
 # Legacy message: offset, size, crc, magic, attributes, then [timestamp] and the key/value lengths.
 _HEADER = struct.Struct(">qiIbb")
@@ -31,9 +32,16 @@ def legacy_messages(data: bytes, pos: int, end: int) -> tuple[list[tuple], int, 
     if not codec:
         return [(offset, timestamp, key, value)], magic, timestamp_type, CODEC_NAMES[codec]
     if codec > 3:
-        raise CorruptRecordError(f"compression codec {codec} in a magic {magic} message (expected 0-3)")
+        raise CorruptRecordError(
+            f"magic {magic} message attributes",
+            "compression codec 0-3",
+            str(codec),
+            message=f"compression codec {codec} in a magic {magic} message (expected 0-3)",
+        )
     if value is None:
-        raise CorruptRecordError("compressed wrapper message without a value")
+        raise CorruptRecordError(
+            "compressed wrapper message", "a value", "null", message="compressed wrapper message without a value"
+        )
     messages = _inner_messages(decompress(codec, value), magic)
     # v1 inner offsets are relative and the wrapper holds the last one's absolute offset; v0 inner
     # offsets are absolute. Kafka uses inner offsets as they are when wrapper - last < 0 (librdkafka's 0).
@@ -50,9 +58,16 @@ def _legacy_message(buf: bytes, pos: int, end: int) -> tuple:
     offset, _, stored_crc, magic, attributes = _HEADER.unpack_from(buf, pos)
     computed_crc = zlib.crc32(memoryview(buf)[pos + LEGACY_CRC_START : end])
     if computed_crc != stored_crc:
-        raise CorruptRecordError(f"CRC-32 mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
+        stored, computed = f"0x{stored_crc:08x}", f"0x{computed_crc:08x}"
+        message = f"CRC-32 mismatch: stored {stored}, computed {computed}"
+        raise CorruptRecordError("message CRC-32", stored, computed, message=message)
     if magic not in LEGACY_MIN_SIZE:
-        raise CorruptRecordError(f"message with magic {magic} in a legacy message set (expected 0 or 1)")
+        raise CorruptRecordError(
+            "legacy message set",
+            "magic 0 or 1",
+            str(magic),
+            message=f"message with magic {magic} in a legacy message set (expected 0 or 1)",
+        )
     cursor, timestamp = pos + _HEADER.size, None
     if magic == 1:
         (timestamp,) = _INT64.unpack_from(buf, cursor)
@@ -60,18 +75,23 @@ def _legacy_message(buf: bytes, pos: int, end: int) -> tuple:
     key, cursor = _legacy_bytes(buf, cursor, end)
     value, cursor = _legacy_bytes(buf, cursor, end)
     if cursor != end:
-        raise CorruptRecordError(f"message fields end at byte {cursor}, its size says {end}")
+        message = f"message fields end at byte {cursor}, its size says {end}"
+        raise CorruptRecordError("message fields", f"an end at byte {end}", f"byte {cursor}", message=message)
     return offset, magic, attributes, timestamp, key, value
 
 
 def _legacy_bytes(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
     if pos + 4 > end:
-        raise CorruptRecordError(f"a key/value length at byte {pos} runs past the message's end {end}")
+        message = f"a key/value length at byte {pos} runs past the message's end {end}"
+        raise CorruptRecordError(f"key/value length at byte {pos}", "4 bytes", f"{end - pos} bytes", message=message)
     (length,) = _INT32.unpack_from(buf, pos)
     if length < 0:
         return None, pos + 4
     if pos + 4 + length > end:
-        raise CorruptRecordError(f"a key/value of {length} bytes at byte {pos} runs past the message's end {end}")
+        message = f"a key/value of {length} bytes at byte {pos} runs past the message's end {end}"
+        raise CorruptRecordError(
+            f"key/value at byte {pos}", f"{length} bytes", f"{end - pos - 4} bytes", message=message
+        )
     return buf[pos + 4 : pos + 4 + length], pos + 4 + length
 
 
@@ -80,18 +100,34 @@ def _inner_messages(buf: bytes, wrapper_magic: int) -> list[tuple]:
     messages, pos = [], 0
     while pos < len(buf):
         if len(buf) - pos < _HEADER.size:
-            raise CorruptRecordError(f"inner message header at byte {pos} is cut off ({len(buf) - pos} bytes left)")
+            message = f"inner message header at byte {pos} is cut off ({len(buf) - pos} bytes left)"
+            raise CorruptRecordError(
+                f"inner message header at byte {pos}", f"{_HEADER.size} bytes", f"{len(buf) - pos}", message=message
+            )
         (size,) = _INT32.unpack_from(buf, pos + 8)
         end = pos + LOG_OVERHEAD + size
         if size < LEGACY_MIN_SIZE[0] or end > len(buf):
-            raise CorruptRecordError(f"inner message at byte {pos}: size {size} does not fit in {len(buf)} bytes")
+            message = f"inner message at byte {pos}: size {size} does not fit in {len(buf)} bytes"
+            raise CorruptRecordError(
+                f"inner message at byte {pos}", f"a size within {len(buf)} bytes", str(size), message=message
+            )
         message = _legacy_message(buf, pos, end)
         if message[1] != wrapper_magic:
-            raise CorruptRecordError(f"inner message at byte {pos} has magic {message[1]}, its wrapper {wrapper_magic}")
+            reason = f"inner message at byte {pos} has magic {message[1]}, its wrapper {wrapper_magic}"
+            raise CorruptRecordError(
+                f"inner message at byte {pos}", f"magic {wrapper_magic}", f"magic {message[1]}", message=reason
+            )
         if message[2] & _CODEC_MASK:
-            raise CorruptRecordError(f"inner message at byte {pos} is itself compressed")
+            raise CorruptRecordError(
+                f"inner message at byte {pos}",
+                "no compression",
+                f"codec {message[2] & _CODEC_MASK}",
+                message=f"inner message at byte {pos} is itself compressed",
+            )
         messages.append(message)
         pos = end
     if not messages:
-        raise CorruptRecordError("compressed wrapper holds no messages")
+        raise CorruptRecordError(
+            "compressed wrapper", "messages", "none", message="compressed wrapper holds no messages"
+        )
     return messages

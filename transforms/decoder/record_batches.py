@@ -35,7 +35,8 @@ from transforms.decoder.batch_resync import (
     lengths_lead_to,
     next_sound_batch,
 )
-from transforms.decoder.compression import CODEC_NAMES, CorruptRecordError, decompress
+from transforms.decoder.compression import CODEC_NAMES, decompress
+from transforms.decoder.errors import CorruptRecordError
 from transforms.decoder.legacy_messages import CREATE_TIME, LOG_APPEND_TIME, legacy_messages
 from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING, Marker, resolve_transactions
 
@@ -102,7 +103,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
         if shift > 63:
-            raise CorruptRecordError(f"varint ending at byte {pos} is longer than 10 bytes")
+            message = f"varint ending at byte {pos} is longer than 10 bytes"
+            raise CorruptRecordError(f"varint ending at byte {pos}", "at most 10 bytes", "more", message=message)
 
 
 def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_file: str | None) -> list:
@@ -111,12 +113,16 @@ def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_fil
      _, count) = _V2_HEADER.unpack_from(data, pos)  # fmt: skip
     computed_crc = crc32c.crc32c(memoryview(data)[pos + V2_CRC_START : end])
     if computed_crc != stored_crc:
-        raise CorruptRecordError(f"CRC-32C mismatch: stored 0x{stored_crc:08x}, computed 0x{computed_crc:08x}")
+        stored, computed = f"0x{stored_crc:08x}", f"0x{computed_crc:08x}"
+        message = f"CRC-32C mismatch: stored {stored}, computed {computed}"
+        raise CorruptRecordError("batch CRC-32C", stored, computed, message=message)
     if count < 0:
-        raise CorruptRecordError(f"recordsCount is {count}, expected 0 or more")
+        message = f"recordsCount is {count}, expected 0 or more"
+        raise CorruptRecordError("recordsCount", "0 or more", str(count), message=message)
     codec = attributes & _CODEC_MASK
     if codec > 4:
-        raise CorruptRecordError(f"unknown compression codec {codec} in attributes 0x{attributes:04x}")
+        message = f"unknown compression codec {codec} in attributes 0x{attributes:04x}"
+        raise CorruptRecordError(f"attributes 0x{attributes:04x}", "compression codec 0-4", str(codec), message=message)
     start, stop = pos + _V2_HEADER.size, end
     if codec:
         buf = decompress(codec, data[start:stop])
@@ -126,10 +132,9 @@ def _v2_batch(data: bytes, pos: int, end: int, partition: int | None, source_fil
             # A payload cut short can still expand without complaint (to nothing, or to part of the
             # records): say that the compressed bytes are what is wrong, not just where reading stopped.
             reason = "a field runs past the end" if isinstance(error, IndexError) else str(error)
-            raise CorruptRecordError(
-                f"{CODEC_NAMES[codec]} payload of {stop - start} bytes expands to {len(buf)} bytes,"
-                f" which do not hold its {count} records ({reason})"
-            ) from None
+            where = f"{CODEC_NAMES[codec]} payload of {stop - start} bytes"
+            message = f"{where} expands to {len(buf)} bytes, which do not hold its {count} records ({reason})"
+            raise CorruptRecordError(where, f"{count} records", reason, message=message) from None
     else:
         fields = _v2_records(data, start, stop, count)
     if attributes & _CONTROL:
@@ -159,7 +164,10 @@ def _v2_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple]:
         length, pos = ((byte >> 1) ^ -(byte & 1), pos + 1) if byte < 0x80 else _varint(buf, pos)
         record_end = pos + length
         if length < 0 or record_end > end:
-            raise CorruptRecordError(f"record {index} of {count}: length {length} runs past the batch's end")
+            message = f"record {index} of {count}: length {length} runs past the batch's end"
+            raise CorruptRecordError(
+                f"record {index} of {count}", f"a length within {end - pos} bytes", str(length), message=message
+            )
         byte = buf[pos + 1]  # after the unused attributes byte
         timestamp_delta, pos = ((byte >> 1) ^ -(byte & 1), pos + 2) if byte < 0x80 else _varint(buf, pos + 1)
         byte = buf[pos]
@@ -181,12 +189,14 @@ def _v2_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple]:
         else:
             pos += 1
         if pos != record_end:
+            message = f"record {index} of {count}: fields end at byte {pos}, its length says {record_end}"
             raise CorruptRecordError(
-                f"record {index} of {count}: fields end at byte {pos}, its length says {record_end}"
+                f"record {index} of {count}", f"fields ending at byte {record_end}", f"byte {pos}", message=message
             )
         fields.append((timestamp_delta, offset_delta, key, value))
     if pos != end:
-        raise CorruptRecordError(f"{end - pos} bytes left over after the {count} records the batch declares")
+        message = f"{end - pos} bytes left over after the {count} records the batch declares"
+        raise CorruptRecordError("batch records", f"{count} records", f"{end - pos} more bytes", message=message)
     return fields
 
 
@@ -204,7 +214,8 @@ def _markers(fields: list[tuple], producer_id: int) -> list[Marker]:
     markers = []
     for _, _, key, _ in fields:
         if key is None or len(key) < 4:
-            raise CorruptRecordError(f"control record key {key!r}: expected int16 version, int16 type")
+            where, expected = f"control record key {key!r}", "int16 version, int16 type"
+            raise CorruptRecordError(where, expected, "fewer bytes", message=f"{where}: expected {expected}")
         _, control_type = _INT16_PAIR.unpack_from(key)
         if control_type in (CONTROL_ABORT, CONTROL_COMMIT):
             markers.append(Marker(producer_id, TXN_COMMITTED if control_type == CONTROL_COMMIT else TXN_ABORTED))
@@ -249,7 +260,8 @@ def _segment_batches(data: bytes, partition: int | None, source_file: str | None
                 elif magic in LEGACY_MIN_SIZE:
                     yield _legacy_batch(data, pos, end, partition, source_file)
                 else:
-                    raise CorruptRecordError("unknown magic, expected 0, 1 or 2")
+                    message = "unknown magic, expected 0, 1 or 2"
+                    raise CorruptRecordError("magic", "0, 1 or 2", str(magic), message=message)
                 pos = end
                 continue
             except (CorruptRecordError, IndexError, struct.error) as error:
