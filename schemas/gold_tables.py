@@ -72,8 +72,21 @@ topic_ids_schema = StructType(
     ]
 )
 
+# KIP-848 only: one partition a member owned in an epoch, from the current-assignment (type 8) record
+# that first held it (`owned_from`) to the member's first record without it or its tombstone
+# (`owned_until`, null while held). Pending revocation still counts as owned.
+OWNERSHIP = StructType(
+    [
+        _f("topic_id", StringType()),
+        _f("partition", IntegerType()),
+        _f("owned_from", TimestampType()),
+        _f("owned_until", TimestampType()),
+    ]
+)
+
 # One member of a generation, as the rebalance left it (classic: the first record of the generation;
-# KIP-848: the target assignment). Topics of KIP-848 members are resolved names where known, else ids.
+# KIP-848: the member's current assignment (type 8) when the epoch ended, before the next target epoch,
+# not the target). Topics of KIP-848 members are resolved names where known, else ids.
 MEMBER = StructType(
     [
         _f("member_id", StringType()),
@@ -84,7 +97,9 @@ MEMBER = StructType(
         _f("session_timeout_ms", IntegerType()),  # null for KIP-848 members (a broker setting there)
         _f("rebalance_timeout_ms", IntegerType()),
         _f("subscribed_topics", ArrayType(StringType())),
-        _f("assigned_partitions", ASSIGNED_PARTITIONS),
+        _f("assigned_partitions", ASSIGNED_PARTITIONS),  # owned: classic, the assignment; KIP-848, see above
+        _f("target_partitions", ASSIGNED_PARTITIONS),  # KIP-848: the target (type 7) as of the epoch; classic null
+        _f("ownership", ArrayType(OWNERSHIP)),  # KIP-848: when each owned partition was taken and released
     ]
 )
 
@@ -127,8 +142,10 @@ generations_schema = StructType(
     ]
 )
 
-# gold: one partition assigned to one member in one generation, valid from `assigned_at` until the
-# next generation's `valid_until` (null while current): who owned what, and when.
+# gold: one partition assigned to one member in one generation, valid from `assigned_at` until
+# `valid_until` (null while current): who owned what, and when. Classic: the generation's record to the
+# next generation's. KIP-848: the same, except that a partition taken during the epoch starts at the
+# type 8 record that gave it, and one released ends at the record (or tombstone) that let it go.
 generation_assignments_schema = StructType(
     [
         *_GROUP_KEY,

@@ -7,7 +7,18 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from schemas import gold_tables, tables
-from tests.gold_rows import CLUSTER, at, commit, commits, frame, group_record, group_tables, members_text, origin
+from tests.gold_rows import (
+    CLUSTER,
+    at,
+    commit,
+    commits,
+    frame,
+    group_record,
+    group_tables,
+    members_text,
+    origin,
+    partitions_text,
+)
 from transforms import epochs, generations
 
 
@@ -112,7 +123,15 @@ KIP848_HISTORY = [
     cg(14, 2, 3, group_epoch=3),
     cg(15, 2, 7, "B", assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0]), (AUDIT, [0]), (GONE, [0])]),
     cg(16, 2, 6, assignment_epoch=3),
-    cg(17, 2.5, 8, "B", member_epoch=3, member_state=0),  # B holds epoch 3's assignment
+    cg(  # B holds epoch 3's assignment
+        17,
+        2.5,
+        8,
+        "B",
+        member_epoch=3,
+        member_state=0,
+        assigned_partitions=[(ORDERS, [0, 1]), (STOCK, [0]), (AUDIT, [0]), (GONE, [0])],
+    ),
     cg(18, 3, 3, tombstone=True),
     cg(19, 4, 5, "P", group="solo", subscribed_topic_names=["payments"], subscribed_topic_regex=""),
     cg(20, 4, 7, "P", group="solo", assigned_partitions=[(PAY, [0])]),
@@ -144,20 +163,28 @@ def test_topic_ids_resolve_from_the_most_trusted_source(spark, kip848):
     assert_df_equality(names, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_kip848_epochs_become_generations_with_named_target_assignments(spark, kip848):
+def test_kip848_epochs_own_their_current_assignments_beside_named_targets(spark, kip848):
     records, names = kip848
     rows = epochs.consumer_group_generations(records, names).where(F.col("group_id") == "k")
+    everything = "orders:0,1 stock:0 audit:0 id-gone:0"
     expected = spark.createDataFrame(
         [
-            (0, 1, "stable", None, at(0), at(0), at(0), "A=orders:0,1 stock:0"),
-            (0, 2, "stable", 1, at(1), at(1.5), None, "A=orders:0 stock:0; B=orders:1"),  # never reconciled
-            (0, 3, "stable", 2, at(2), at(2), at(2.5), "B=orders:0,1 stock:0 audit:0 id-gone:0"),
-            (0, None, "deleted", 3, None, at(3), None, ""),
+            (0, 1, "stable", None, at(0), at(0), at(0), "A=orders:0,1 stock:0", "A=orders:0,1 stock:0"),
+            # never reconciled: A still owns orders:1, targeted to B, which owns nothing yet
+            (0, 2, "stable", 1, at(1), at(1.5), None, "A=orders:0,1 stock:0; B=", "A=orders:0 stock:0; B=orders:1"),
+            (0, 3, "stable", 2, at(2), at(2), at(2.5), f"B={everything}", f"B={everything}"),
+            (0, None, "deleted", 3, None, at(3), None, "", ""),
         ],
         "incarnation int, generation int, state string, previous_generation int, join_completed_at timestamp,"
-        " recorded_at timestamp, reconciled_at timestamp, members string",
+        " recorded_at timestamp, reconciled_at timestamp, members string, targets string",
     )
-    actual = rows.select(*expected.columns[:-1], members_text(F.col("members")).alias("members"))
+    targets = F.array_join(
+        F.transform("members", lambda m: F.concat(m["member_id"], F.lit("="), partitions_text(m["target_partitions"]))),
+        "; ",
+    )
+    actual = rows.select(
+        *expected.columns[:-2], members_text(F.col("members")).alias("members"), targets.alias("targets")
+    )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
     assignments = generations.explode_generation_assignments(rows).where(F.col("generation") == 3)
     sources = {(row.topic, row.topic_id, row.topic_name_source, row.member_key) for row in assignments.collect()}

@@ -127,7 +127,15 @@ def groups_with_history(capture: Capture) -> list[str]:
     return sorted({e["group"] for e in scenario["events"] if e["event"] == "group_stable"})
 
 
-CASES = [(capture, group) for capture in CAPTURES for group in groups_with_history(capture)]
+# kip848-handover's race epoch never settles (the newcomer waits on a dead member until it is fenced), so
+# its groups have more epochs than settled states: tests/test_kip848_ownership.py checks them epoch by epoch.
+PER_EPOCH_ONLY = ("kip848-handover",)
+CASES = [
+    (capture, group)
+    for capture in CAPTURES
+    if capture.path.name not in PER_EPOCH_ONLY
+    for group in groups_with_history(capture)
+]
 
 
 def test_every_protocol_and_assignor_is_covered():

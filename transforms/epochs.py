@@ -4,8 +4,11 @@ A KIP-848 group has no SyncGroup record. Its coordinator appends, in this order:
 (type 5) and a group-epoch bump (type 3) when membership or subscriptions change; the new target
 assignment of each changed member (type 7) and then the assignment epoch (type 6); and, as members
 reconcile, their current assignments (type 8). One gold generation is one target-assignment epoch: the
-group's members (latest type 5 of each live member) and their target partitions (latest type 7) as of
-the type 6 record. Members leave through tombstones of types 8, 7, 5; the group is deleted through a
+group's members (latest type 5 of each live member) as of the type 6 record, the partitions each owned
+(current assignment, type 8) when the epoch ended, i.e. before the next type 6, and their target
+partitions (latest type 7). Members reconcile at different moments, and a newcomer targeted a crashed
+member's partitions owns them only once that member is fenced: ownership, not the target, is what
+moved (see transforms.ownership). Members leave through tombstones of types 8, 7, 5; the group is deleted through a
 type 3 tombstone.
 
 Partitions are keyed by topic id. `topic_names` resolves ids to names from, in order of trust: the
@@ -20,6 +23,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas import gold_tables
+from transforms import ownership
 from transforms.generations import (
     GROUP,
     GROUP_PROTOCOL_CONSUMER,
@@ -132,7 +136,8 @@ def _named_partitions(assigned: Column, names: Column) -> Column:
 
 
 def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame) -> DataFrame:
-    """(anchor, member) rows: the member's metadata, regex-resolved subscription and target partitions."""
+    """(anchor, member) rows: the member's metadata, regex-resolved subscription, the partitions it owned
+    when the epoch ended (current assignment, see transforms.ownership) and its target partitions."""
     metadata = _latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
         *ANCHOR,
         "member_id",
@@ -148,6 +153,9 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     targets = _latest_before(anchors, _of_type(records, RECORD_TARGET_MEMBER), "member_id").select(
         *ANCHOR, "member_id", F.col("assigned_partitions").alias("target")
     )
+    owned = ownership.epoch_ownership(
+        records, metadata.join(anchors.select(*ANCHOR, "next_anchor_offset"), on=list(ANCHOR), how="inner"), ANCHOR
+    )
     regexes = _latest_before(anchors, _of_type(records, RECORD_REGULAR_EXPRESSION), "regular_expression").select(
         *ANCHOR, F.col("regular_expression").alias("subscribed_topic_regex"), "resolved_topics"
     )
@@ -156,6 +164,7 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     )
     return (
         metadata.join(targets, on=[*ANCHOR, "member_id"], how="left")
+        .join(owned, on=[*ANCHOR, "member_id"], how="left")
         .join(regexes, on=[*ANCHOR, "subscribed_topic_regex"], how="left")
         .join(names, on="cluster", how="left")
         .select(
@@ -170,7 +179,10 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
                 F.lit(None).cast("int").alias("session_timeout_ms"),
                 "rebalance_timeout_ms",
                 F.array_sort(subscribed).alias("subscribed_topics"),
-                _named_partitions(F.coalesce("target", F.array()), F.col("names")).alias("assigned_partitions"),
+                # Ownership is the current assignment (type 8); the target (type 7) stays beside it.
+                _named_partitions(F.coalesce("current", F.array()), F.col("names")).alias("assigned_partitions"),
+                _named_partitions(F.coalesce("target", F.array()), F.col("names")).alias("target_partitions"),
+                F.coalesce("ownership_times", F.array()).alias("ownership"),
             ).alias("member"),
         )
     )
@@ -208,6 +220,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
     records = with_incarnation(
         consumer_group_records.where(F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES)), is_group_deletion
     )
+    anchor_order = Window.partitionBy(*INCARNATION).orderBy("anchor_offset")
     last_of_epoch = Window.partitionBy(*INCARNATION, "assignment_epoch").orderBy(F.col("source_offset").desc())
     anchors = (
         _of_type(records, RECORD_TARGET_EPOCH)
@@ -221,6 +234,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
             F.col("source_offset").alias("anchor_offset"),
             F.col("record_at").alias("recorded_at"),
         )
+        .withColumn("next_anchor_offset", F.lead("anchor_offset").over(anchor_order))
     )
     names = topic_names.groupBy("cluster").agg(
         F.map_from_entries(

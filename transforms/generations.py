@@ -74,9 +74,13 @@ def _classic_partitions(assigned: Column) -> Column:
 
 def _members_by_record(group_members: DataFrame) -> DataFrame:
     """record_id -> the record's members in their written order."""
+    kip848_only = {
+        name: F.lit(None).cast(gold_tables.MEMBER[name].dataType) for name in ("target_partitions", "ownership")
+    }
     member = F.struct(
-        *[F.col(name) for name in MEMBER_FIELDS if name != "assigned_partitions"],
+        *[F.col(name) for name in MEMBER_FIELDS if name not in ("assigned_partitions", *kip848_only)],
         _classic_partitions(F.coalesce("assigned_partitions", F.array())).alias("assigned_partitions"),
+        *[column.alias(name) for name, column in kip848_only.items()],
     )
     ordered = F.array_sort(F.collect_list(F.struct(F.col("member_index"), member.alias("m"))))
     return (
@@ -200,30 +204,59 @@ def classic_generations(group_metadata: DataFrame, group_members: DataFrame) -> 
 
 
 def explode_generation_assignments(generations: DataFrame) -> DataFrame:
-    """generations -> one row per assigned partition, valid until the group's next generation."""
-    valid_until = F.lead("recorded_at").over(log_window(*INCARNATION))
-    return (
-        generations.withColumn("valid_until", valid_until)
+    """generations -> one row per assigned partition, valid until the group's next generation.
+
+    KIP-848 rows follow the current assignment (type 8): a partition the member took during the epoch is
+    assigned from that record, and one it released is valid until its release, which can fall before or
+    after the next epoch's start (a fenced member's tombstone; a revocation still reconciling).
+    """
+    next_recorded_at = F.lead("recorded_at").over(log_window(*INCARNATION))
+    exploded = (
+        generations.withColumn("next_recorded_at", next_recorded_at)
         .where(F.col("generation").isNotNull())
-        .select(
-            *INCARNATION, "generation", "group_protocol", "recorded_at", "valid_until", F.explode("members").alias("m")
-        )
-        .select("*", F.explode("m.assigned_partitions").alias("assigned"))
-        .select("*", F.explode("assigned.partitions").alias("partition"))
         .select(
             *INCARNATION,
             "generation",
-            F.col("assigned.topic").alias("topic"),
-            F.col("partition").cast("int").alias("partition"),
             "group_protocol",
-            F.col("m.member_id").alias("member_id"),
-            member_key(F.col("m")).alias("member_key"),
-            F.col("m.group_instance_id").alias("group_instance_id"),
-            F.col("m.client_id").alias("client_id"),
-            F.col("m.client_host").alias("client_host"),
-            F.col("assigned.topic_id").alias("topic_id"),
-            F.col("assigned.topic_name_source").alias("topic_name_source"),
-            F.col("recorded_at").alias("assigned_at"),
-            "valid_until",
+            "recorded_at",
+            "next_recorded_at",
+            F.explode("members").alias("m"),
         )
+        .select("*", F.explode("m.assigned_partitions").alias("assigned"))
+        .select("*", F.explode("assigned.partitions").alias("partition"))
+    )
+    held = F.try_element_at(
+        F.filter(
+            F.coalesce(F.col("m.ownership"), F.array()),
+            lambda o: (o["topic_id"] == F.col("assigned.topic_id")) & (o["partition"] == F.col("partition")),
+        ),
+        F.lit(1),
+    )
+    with_held = exploded.withColumns(
+        {"held": held, "owner_key": member_key(F.col("m")), "topic": F.col("assigned.topic")}
+    )
+    same_owner_next = F.lead(F.struct("owner_key", F.col("held.owned_from").alias("owned_from"))).over(
+        Window.partitionBy(*INCARNATION, "topic", "partition").orderBy("generation")
+    )
+    is_kept = (same_owner_next["owner_key"] == F.col("owner_key")) & same_owner_next["owned_from"].eqNullSafe(
+        F.col("held.owned_from")
+    )
+    is_released = (F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CONSUMER)) & ~F.coalesce(is_kept, F.lit(False))
+    return with_held.select(
+        *INCARNATION,
+        "generation",
+        "topic",
+        F.col("partition").cast("int").alias("partition"),
+        "group_protocol",
+        F.col("m.member_id").alias("member_id"),
+        F.col("owner_key").alias("member_key"),
+        F.col("m.group_instance_id").alias("group_instance_id"),
+        F.col("m.client_id").alias("client_id"),
+        F.col("m.client_host").alias("client_host"),
+        F.col("assigned.topic_id").alias("topic_id"),
+        F.col("assigned.topic_name_source").alias("topic_name_source"),
+        F.greatest("recorded_at", F.col("held.owned_from")).alias("assigned_at"),
+        F.when(is_released & F.col("held").isNotNull(), F.col("held.owned_until"))
+        .otherwise(F.col("next_recorded_at"))
+        .alias("valid_until"),
     )

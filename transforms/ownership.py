@@ -1,0 +1,95 @@
+"""KIP-848 partition ownership from members' current assignments (record type 8), not from the target.
+
+The target assignment (type 7) is what the coordinator wants; a member owns a partition from the type 8
+record that first holds it until the member's next type 8 record that no longer does (or its tombstone).
+A partition pending revocation (partitionsPendingRevocation) is still owned: the member has not released
+it yet. So a newcomer targeted a crashed member's partitions owns nothing until that member is fenced at
+its session timeout, however early the target names it.
+
+An epoch's ownership is each member's current assignment as it last stood before the next target epoch
+(the next type 6 record; the latest record for the current epoch): where the epoch's reconciliation got
+to. Grain of `owned_partitions`: one row per (type 8 record, topic id, partition) the record holds,
+with the ownership interval it belongs to (owned_from, owned_until; owned_until null while held).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from transforms.generations import INCARNATION
+
+RECORD_CURRENT_MEMBER = 8
+MEMBER = (*INCARNATION, "member_id")
+
+
+def _member_records(records: DataFrame) -> DataFrame:
+    """Every type 8 record (tombstones too), numbered in log order per member (`seq`)."""
+    in_member_order = Window.partitionBy(*MEMBER).orderBy("source_offset")
+    owned = F.concat(
+        F.coalesce("assigned_partitions", F.array()), F.coalesce("partitions_pending_revocation", F.array())
+    )
+    return records.where(F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER)).select(
+        *MEMBER,
+        "source_offset",
+        "record_at",
+        "is_tombstone",
+        F.row_number().over(in_member_order).alias("seq"),
+        F.when(~F.col("is_tombstone"), owned).alias("owned"),
+    )
+
+
+def owned_partitions(records: DataFrame) -> DataFrame:
+    """consumer_group_records with incarnation -> one row per (type 8 record, topic_id, partition) it holds:
+    member_id, seq, source_offset, owned_from (the record that started this holding), owned_until (the
+    member's first later record without it, or its tombstone; null while held)."""
+    states = _member_records(records)
+    held = (
+        states.select(*MEMBER, "seq", "record_at", F.explode("owned").alias("tp"))
+        .select(*MEMBER, "seq", "record_at", "tp.topic_id", F.explode("tp.partitions").alias("partition"))
+        .distinct()  # a partition is never both assigned and pending; this only guards the interval math
+    )
+    per_partition = Window.partitionBy(*MEMBER, "topic_id", "partition").orderBy("seq")
+    is_start = F.coalesce(F.lag("seq").over(per_partition) != F.col("seq") - 1, F.lit(True))
+    interval = Window.partitionBy(*MEMBER, "topic_id", "partition", "holding").rowsBetween(
+        Window.unboundedPreceding, Window.unboundedFollowing
+    )
+    ends = states.select(*MEMBER, (F.col("seq") - 1).alias("last_seq"), F.col("record_at").alias("owned_until"))
+    return (
+        held.withColumn(
+            "holding", F.sum(is_start.cast("int")).over(per_partition.rowsBetween(Window.unboundedPreceding, 0))
+        )
+        .withColumns({"owned_from": F.min("record_at").over(interval), "last_seq": F.max("seq").over(interval)})
+        .join(ends, on=[*MEMBER, "last_seq"], how="left")
+        .join(states.select(*MEMBER, "seq", "source_offset"), on=[*MEMBER, "seq"], how="inner")
+        .select(*MEMBER, "seq", "source_offset", "topic_id", "partition", "owned_from", "owned_until")
+    )
+
+
+def epoch_ownership(records: DataFrame, members_at: DataFrame, anchor: tuple[str, ...]) -> DataFrame:
+    """(anchor, member_id) of each epoch member -> current (topic-id partitions it owned when the epoch
+    ended, in the type 7/8 shape) and ownership_times (per partition: owned_from, owned_until).
+
+    `members_at` has the anchor columns plus member_id and next_anchor_offset (null for the last epoch).
+    A member without a type 8 record by then owns nothing (no row: the caller coalesces).
+    """
+    states = _member_records(records).where(~F.col("is_tombstone"))
+    latest = Window.partitionBy(*anchor, "member_id").orderBy(F.col("source_offset").desc())
+    before_next = F.col("next_anchor_offset").isNull() | (F.col("source_offset") < F.col("next_anchor_offset"))
+    last_state = (
+        members_at.select(*anchor, "member_id", "next_anchor_offset")
+        .join(states.select(*MEMBER, "seq", "source_offset"), on=list(MEMBER), how="inner")
+        .where(before_next)
+        .withColumn("rank", F.row_number().over(latest))
+        .where(F.col("rank") == 1)
+        .select(*anchor, "member_id", "seq")
+    )
+    held = last_state.join(owned_partitions(records), on=[*MEMBER, "seq"], how="inner")
+    by_topic = held.groupBy(*anchor, "member_id", "topic_id").agg(
+        F.array_sort(F.collect_list("partition")).alias("partitions"),
+        F.collect_list(F.struct("topic_id", "partition", "owned_from", "owned_until")).alias("times"),
+    )
+    return by_topic.groupBy(*anchor, "member_id").agg(
+        F.array_sort(F.collect_list(F.struct("topic_id", "partitions"))).alias("current"),
+        F.array_sort(F.flatten(F.collect_list("times"))).alias("ownership_times"),
+    )
