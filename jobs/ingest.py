@@ -6,9 +6,10 @@ spark-submit.sh ingest [--conf conf/<env>.toml] [--segments PATH...] [--raw-tabl
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config
@@ -16,15 +17,40 @@ from jobs.runs import JobRun, run_job
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
 from jobs.tables import RAW_RECORDS, ensure_table, merge_new_rows
 from schemas.tables import raw_records_schema
-from transforms.bronze import raw_records_from_landed, read_partition_directories
+from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
 from transforms.decoder.record_batches import partition_from_path
+
+
+def read_partition_directories(
+    spark: SparkSession,
+    partitions: Sequence[Sequence[str]],
+    cluster: str,
+    capture_run_id: str,
+    records_per_batch: int = RECORDS_PER_BATCH,
+) -> DataFrame:
+    """Segment files, grouped by `__consumer_offsets-N` directory -> raw_records rows.
+
+    One task per directory reads its files itself, in log order (so transaction markers apply across
+    its segments), and streams its records out in bounded batches: file contents never pass through
+    Spark rows or a shuffle, so neither the JVM nor Python holds more than one file and one batch.
+    """
+    partitions = [list(files) for files in partitions]
+
+    def read_tasks(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for task_batch in tasks:
+            for task in task_batch.column("id").to_pylist():
+                records = read_partition_files(partitions[task])
+                yield from arrow_batches(records, cluster, capture_run_id, records_per_batch)
+
+    tasks = spark.range(0, len(partitions), 1, numPartitions=max(len(partitions), 1))
+    return with_record_at(tasks.mapInArrow(read_tasks, raw_rows_schema))
 
 
 def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
     frames = []
     partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
     if partitions:
-        frames.append(read_partition_directories(spark, partitions, read_partition_files, config.cluster, run_id))
+        frames.append(read_partition_directories(spark, partitions, config.cluster, run_id))
     for path in config.raw_table_paths:
         is_json = config.raw_table_format == "json"
         landed = spark.read.format(config.raw_table_format).load(path)

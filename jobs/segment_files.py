@@ -1,4 +1,8 @@
-"""Finding and reading segment files, for the jobs (the log format itself is in transforms).
+"""Finding and reading segment files: the one walker, for every job and `jobs.dump` (no Spark here).
+
+A directory is searched for `__consumer_offsets-N` directories; each partition's files are handed to
+the decoder (`transforms.decoder.record_batches.read_partition`) as (path, bytes) in log order, one
+file in memory at a time. Partitions come out in partition number order.
 
 Local paths are read directly; a URI (`file://`, `s3://`, `gs://`, `hdfs://`, `abfs://`) through
 pyarrow's filesystems, which take their credentials from the environment (e.g. the AWS default chain),
@@ -8,7 +12,9 @@ never from the job's configuration.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
+from os import PathLike
 from pathlib import Path, PurePosixPath
 
 from pyarrow import fs
@@ -16,6 +22,7 @@ from pyarrow import fs
 from transforms.decoder.record_batches import LogRecord, partition_from_path, read_partition
 
 PARTITION_DIRECTORY_GLOB = "__consumer_offsets-*"
+_SEGMENT_NAME = re.compile(r"(\d{20})\.log")
 
 
 def is_uri(path: str) -> bool:
@@ -55,18 +62,34 @@ def _uri_files(uri: str) -> list[str]:
     return [prefix + log for log in sorted(in_partitions or logs)]
 
 
-def discover_partitions(paths: Sequence[str]) -> list[list[str]]:
+def discover_partitions(paths: Sequence[str | PathLike[str]]) -> list[list[str]]:
     """Segment files grouped by partition directory, each group in base-offset order.
 
-    A directory is searched for `__consumer_offsets-N` directories (a broker's log dir or a backup);
-    if it holds none, every *.log beneath it is taken. Files named explicitly are always taken.
+    A directory is searched for `__consumer_offsets-N` directories (a broker's log dir or a backup),
+    so other topics' logs beside them are skipped; if it holds none, every *.log beneath it is taken.
+    Files named explicitly are always taken. Groups come in partition number order, directories that
+    name no partition last. A path that does not exist raises FileNotFoundError.
     """
     by_directory: dict[str, list[str]] = {}
-    for path in paths:
+    for path in map(str, paths):
         files = _uri_files(path) if is_uri(path) else _local_files(Path(path))
         for file in files:
             by_directory.setdefault(file.rsplit("/", 1)[0], []).append(file)
-    return [sorted(set(files)) for _, files in sorted(by_directory.items())]
+    return [
+        sorted(set(by_directory[directory]), key=_segment_order)
+        for directory in sorted(by_directory, key=_directory_order)
+    ]
+
+
+def _directory_order(directory: str) -> tuple:
+    partition = partition_from_path(directory)
+    return (partition is None, partition or 0, directory)
+
+
+def _segment_order(path: str) -> tuple:
+    """Segment files sort by the base offset in their 20-digit names; other names after them, by path."""
+    match = _SEGMENT_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
 def as_source_file(path: str) -> str:
@@ -84,10 +107,10 @@ def read_file_bytes(path: str) -> bytes:
 
 
 def read_partition_files(files: Sequence[str]) -> Iterator[LogRecord]:
-    """The records of ONE partition's segment files, one file in memory at a time."""
-    return read_partition(files, read_bytes=read_file_bytes)
+    """The records of ONE partition's segment files, in base-offset order, one file in memory at a time."""
+    return read_partition((path, read_file_bytes(path)) for path in sorted(map(str, files), key=_segment_order))
 
 
-def read_paths(paths: Sequence[str]) -> Iterator[LogRecord]:
+def read_paths(paths: Sequence[str | PathLike[str]]) -> Iterator[LogRecord]:
     for files in discover_partitions(paths):
         yield from read_partition_files(files)

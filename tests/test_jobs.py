@@ -20,13 +20,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.decode import check_nothing_lost, decode
-from jobs.ingest import ingest, inputs_may_repeat_records
+from jobs.ingest import ingest, inputs_may_repeat_records, read_partition_directories
 from jobs.runs import InvariantViolation, JobRun
-from jobs.segment_files import as_source_file, discover_partitions, read_partition_files
+from jobs.segment_files import as_source_file, discover_partitions, read_paths
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import parse_dump, run_dump_log_segments
-from transforms.bronze import arrow_batches, read_partition_directories
-from transforms.decoder.record_batches import read_paths
+from transforms.bronze import arrow_batches
 
 DANIEL = PUBLIC_FIXTURES / "DanielMorales9__kafkafun" / "677fd1af" / "data" / "kafka"
 MSCALDAS = PUBLIC_FIXTURES / "mscaldas2012__kafka-connect-spooldir" / "369b2776" / "kafka-data"
@@ -248,7 +247,7 @@ def test_segments_stream_out_in_small_batches_with_every_record_as_the_reader_gi
     partitions = [[as_source_file(file) for file in files] for files in discover_partitions([path])]
     assert [len(files) for files in partitions] == [2]
 
-    rows = read_partition_directories(spark, partitions, read_partition_files, "c", "run", records_per_batch=4)
+    rows = read_partition_directories(spark, partitions, "c", "run", records_per_batch=4)
 
     expected = {
         f"c/{record.partition}/{record.offset}": (record.key, record.value, record.txn_state)

@@ -18,17 +18,12 @@ import pytest
 
 from bench import batch_builder as bb
 from bench.batch_builder import Rec
+from jobs.segment_files import read_partition_files, read_paths
 from tests.conftest import PUBLIC_FIXTURES
 from transforms.bronze import raw_batch
 from transforms.decoder.compression import decompress
 from transforms.decoder.errors import CorruptRecordError
-from transforms.decoder.record_batches import (
-    LogRecord,
-    partition_from_path,
-    read_partition,
-    read_paths,
-    read_segment_bytes,
-)
+from transforms.decoder.record_batches import LogRecord, partition_from_path, read_segment_bytes
 
 h = bytes.fromhex
 
@@ -295,7 +290,7 @@ def test_transactions_resolve_across_two_segments_of_one_partition(tmp_path):
         + bb.batch_v2(8, [Rec(b"plain-2", b"v")])
     )
     files = write_partition(tmp_path / "__consumer_offsets-12", {0: first, 5: second})
-    items = list(read_partition(list(reversed(files))))  # the reader orders segments by base offset
+    items = list(read_partition_files(list(reversed(files))))  # the reader orders segments by base offset
     assert [(item.offset, item.key, item.txn_state, item.partition) for item in items] == [
         (0, b"p7-a", "committed", 12),
         (1, b"p7-b", "committed", 12),

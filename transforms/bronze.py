@@ -1,20 +1,20 @@
-"""From captured bytes to bronze `raw_records` rows: segment files, or landed raw records.
+"""From captured bytes to bronze `raw_records` rows: the decoder's log records, or landed raw records.
 
-Segment files are read one `__consumer_offsets` partition per task, so transaction markers are
-applied across that partition's segments in log order. Landed records are expected in the shape
-Spark's Kafka source produces (partition, offset, timestamp, key, value); in JSON lines the key and
-value are base64 text.
+The log layer's `LogRecord`s (one partition's segments, read by a task of `jobs.ingest`) become
+Arrow batches of raw_records rows, with record_at as epoch ms (`raw_rows_schema`) until
+`with_record_at` makes it a timestamp. Landed records are expected in the shape Spark's Kafka source
+produces (partition, offset, timestamp, key, value); in JSON lines the key and value are base64 text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from itertools import islice
 from operator import attrgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
@@ -25,7 +25,8 @@ from transforms.decoder.record_batches import LogRecord
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"
 
-_raw_rows_schema = StructType(
+# raw_records as a task sends it: record_at as epoch ms, which Arrow carries without a time zone.
+raw_rows_schema = StructType(
     [
         StructField("record_at_ms", LongType()) if field.name == "record_at" else field
         for field in raw_records_schema.fields
@@ -42,7 +43,7 @@ def record_id(
     return f"{cluster}/{source_file}@{position}"
 
 
-_RAW_ROWS_ARROW_SCHEMA = to_arrow_schema(_raw_rows_schema)
+_RAW_ROWS_ARROW_SCHEMA = to_arrow_schema(raw_rows_schema)
 # LogRecord fields in the order raw_batch reads them: one C-level getter per record, not a Python loop.
 _LOG_RECORD_FIELDS = (
     "partition", "offset", "timestamp_ms", "timestamp_type", "key", "value", "producer_id", "producer_epoch",
@@ -109,7 +110,8 @@ def _record_ids(partition: pa.Array, offset: pa.Array, cluster: str, unreadable:
     return pa.array(patched, pa.string())
 
 
-def _with_record_at(rows: DataFrame) -> DataFrame:
+def with_record_at(rows: DataFrame) -> DataFrame:
+    """Rows of `raw_rows_schema` -> raw_records: record_at_ms becomes the TIMESTAMP record_at."""
     return rows.select(
         *[
             F.timestamp_millis("record_at_ms").alias("record_at") if field.name == "record_at" else F.col(field.name)
@@ -128,32 +130,6 @@ def arrow_batches(
 ) -> Iterator[pa.RecordBatch]:
     while chunk := list(islice(records, records_per_batch)):
         yield raw_batch(chunk, cluster, capture_run_id)
-
-
-def read_partition_directories(
-    spark: SparkSession,
-    partitions: Sequence[Sequence[str]],
-    read_partition: Callable[[Sequence[str]], Iterator[LogRecord]],
-    cluster: str,
-    capture_run_id: str,
-    records_per_batch: int = RECORDS_PER_BATCH,
-) -> DataFrame:
-    """Segment files, grouped by `__consumer_offsets-N` directory -> raw_records rows.
-
-    One task per directory reads its files itself, in log order (so transaction markers apply across
-    its segments), and streams its records out in bounded batches: file contents never pass through
-    Spark rows or a shuffle, so neither the JVM nor Python holds more than one file and one batch.
-    """
-    partitions = [list(files) for files in partitions]
-
-    def read_tasks(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for task_batch in tasks:
-            for task in task_batch.column("id").to_pylist():
-                records = read_partition(partitions[task])
-                yield from arrow_batches(records, cluster, capture_run_id, records_per_batch)
-
-    tasks = spark.range(0, len(partitions), 1, numPartitions=max(len(partitions), 1))
-    return _with_record_at(tasks.mapInArrow(read_tasks, _raw_rows_schema))
 
 
 def _binary(column: str, is_base64: bool) -> Column:

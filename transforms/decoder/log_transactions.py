@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from transforms.decoder.record_batches import LogRecord
+    from transforms.decoder.log_record import LogRecord
 
 TXN_COMMITTED, TXN_ABORTED, TXN_PENDING = "committed", "aborted", "pending"
 _AS_IS = "as is"  # a waiting batch that is not transactional
