@@ -37,8 +37,8 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
     raw = cluster_rows(spark, config, RAW_RECORDS)
     # Two passes over raw_records: the common offset commits (nearly every record, decoded by Spark
     # expressions) go straight to their table; the few others are decoded once, kept, and fanned out.
-    commits = silver.decode_raw_records(raw, silver.COMMON_OFFSET_COMMITS)
-    others = silver.decode_raw_records(raw, silver.OTHER_RECORDS).persist(StorageLevel.MEMORY_AND_DISK)
+    commits = silver.decode_common_offset_commits(raw)
+    others = silver.decode_other_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         group_members = silver.explode_group_members(others)
         outputs = {

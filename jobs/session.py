@@ -1,4 +1,5 @@
-"""The one place a SparkSession is built: Delta, the catalog, the warehouse, the jars.
+"""The one place a SparkSession is built: Delta, the catalog, the warehouse, the jars, and the
+decoder's Java function (registered here, so a missing jar fails a run at its start, not mid-decode).
 
 Under `spark-submit.sh` the launcher has already set the master, the jars and Delta's extensions
 (GROUPSCOPE_SUBMITTED=1); run directly (tests, `python -m jobs.x`) this sets them itself from the
@@ -8,6 +9,7 @@ jars scripts/bootstrap.sh fetched.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import socket
 import sys
@@ -19,6 +21,8 @@ from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
 from jobs.locks import RunRefused
+from schemas.coordinator_records import OFFSET_COMMIT_VALUE
+from transforms import silver
 
 SPARK_JARS_DIR = REPO_ROOT / "jvm" / "spark" / "jars"
 
@@ -97,6 +101,26 @@ def build_session(config: Config, app_name: str) -> SparkSession:
         builder = builder.config(key, value)
     session = builder.enableHiveSupport().getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    register_decoder_functions(session)
     if not session.catalog.databaseExists(config.database):  # IF NOT EXISTS alone makes the metastore log an error
         session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")
     return session
+
+
+def register_decoder_functions(session: SparkSession) -> None:
+    """The decoder's Java fast path as the Spark function transforms.silver calls by name.
+
+    Registered from the JVM side, where it can be marked nondeterministic (see the Java class). The
+    class is the one OffsetCommit's declaration names; it refuses to register unless it returns the
+    columns silver expects and decodes the versions the declaration claims for it.
+    """
+    fast_path = OFFSET_COMMIT_VALUE.fast_path
+    java_class = functools.reduce(getattr, fast_path.java_class.split("."), session._jvm)
+    if not callable(getattr(java_class, "register", None)):
+        raise RuntimeError(
+            f"{fast_path.java_class} is not on Spark's classpath: scripts/bootstrap.sh builds "
+            "jvm/spark/jars/groupscope-decoder.jar, and spark-submit.sh passes it with the other jars"
+        )
+    java_class.register(
+        session._jsparkSession, silver.FAST_PATH_FUNCTION, silver.FAST_PATH_TYPE.json(), fast_path.versions
+    )

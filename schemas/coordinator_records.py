@@ -8,7 +8,7 @@ shared/reference/kafka-record-formats.md (sections 3-7). Types 3-24 are flexible
 
 from __future__ import annotations
 
-from schemas.layouts import ZERO_UUID, Field, Message, RecordType
+from schemas.layouts import ZERO_UUID, Field, JvmFastPath, Message, RecordType
 
 F = Field
 
@@ -54,10 +54,14 @@ def flexible_v0(name: str, *fields: Field) -> Message:
 
 
 OFFSET_COMMIT_KEY = (F("group", "string"), F("topic", "string"), F("partition", "int32"))
+# Nearly every record is an offset commit, so the silver decoder reads the common ones in the JVM with
+# a Java mirror of this layout (jvm/decoder/src/groupscope/CommonOffsetCommits.java). A new version is
+# declared here AND decoded there, then claimed in `fast_path`: registration fails while they differ.
 OFFSET_COMMIT_VALUE = Message(
     "OffsetCommitValue",
     valid_versions="0-4",
     flexible_versions="4+",
+    fast_path=JvmFastPath("groupscope.CommonOffsetCommits", versions="0-4"),
     fields=(
         F("offset", "int64"),
         F("leader_epoch", "int32", versions="3+", default=-1),

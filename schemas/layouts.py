@@ -51,6 +51,18 @@ class Field:
 
 
 @dataclass(frozen=True)
+class JvmFastPath:
+    """A Java class that decodes some versions of a layout inside Spark, mirroring the declaration.
+
+    The class repeats the layout in code, so a version added to the declaration must be added there
+    too: registering the class fails unless its own version list equals `versions` (jobs.session).
+    """
+
+    java_class: str
+    versions: str
+
+
+@dataclass(frozen=True)
 class Message:
     """One versioned, int16-version-prefixed layout (a record value or an embedded payload)."""
 
@@ -63,6 +75,8 @@ class Message:
     read_newer_as_latest: bool = False
     # Connect tolerates values that end before their optional trailing fields.
     missing_trailing_ok: bool = False
+    # The silver decoder's JVM fast path for this layout, if it has one.
+    fast_path: JvmFastPath | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))

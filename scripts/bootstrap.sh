@@ -49,7 +49,9 @@ if [[ ! -f "$decoder_jar" || "$(cat jvm/spark/jars/.decoder-stamp 2>/dev/null)" 
   pyspark_jars="$("$venv/bin/python" -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')"
   classes="$(mktemp -d)"
   javac -nowarn --release 17 -cp "$pyspark_jars/*" -d "$classes" jvm/decoder/src/groupscope/*.java
-  jar cf "$decoder_jar" -C "$classes" groupscope
+  # Written beside it and renamed over it: a Spark JVM already running keeps reading the old file.
+  jar cf "$decoder_jar.new" -C "$classes" groupscope
+  mv -f "$decoder_jar.new" "$decoder_jar"
   rm -rf "$classes"
   echo "$want" > jvm/spark/jars/.decoder-stamp
 fi

@@ -15,10 +15,14 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import IllegalArgumentException
+from pyspark.sql.types import StructType
 
 from bench.encoding import i16, i32, i64, string, tags, uvarint
 from bench.generate import main as generate
 from jobs.segment_files import read_paths
+from schemas.coordinator_records import OFFSET_COMMIT_VALUE
+from schemas.layouts import VersionRange
 from schemas.tables import raw_records_schema
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
@@ -93,7 +97,7 @@ def assert_same_rows(spark, rows: list[dict]) -> None:
 
 
 def taken_by_the_fast_path(spark, rows: list[dict]) -> int:
-    return silver.decode_raw_records(bronze(spark, rows), silver.COMMON_OFFSET_COMMITS).count()
+    return silver.decode_common_offset_commits(bronze(spark, rows)).count()
 
 
 def rows_from(paths: list) -> list[dict]:
@@ -200,3 +204,45 @@ def test_hand_made_offset_commits_decode_as_the_reference_decodes_them(spark, re
     rows.append(raw_row(len(rows), KEY, v3(), read_error="batch at position 0: CRC-32C mismatch"))
     rows.append(raw_row(len(rows), KEY, v3(), txn_state="aborted", producer_id=4000))
     assert_same_rows(spark, rows)
+
+
+# --- The Java class and the Python declarations change together --------------------------------------
+
+FAST_PATH = OFFSET_COMMIT_VALUE.fast_path
+# One well-formed value per OffsetCommitValue version: a version claimed for the fast path needs one here.
+VALUE_OF_VERSION = {0: legacy(0), 1: legacy(1, expire=-1), 2: legacy(2), 3: v3(), 4: v4()}
+
+
+def register_as(spark, name: str, return_type: StructType, versions: str) -> None:
+    java_class = spark._jvm.groupscope.CommonOffsetCommits
+    java_class.register(spark._jsparkSession, name, return_type.json(), versions)
+
+
+def test_the_session_registers_the_class_the_offset_commit_declaration_names(spark):
+    assert FAST_PATH.java_class == "groupscope.CommonOffsetCommits"
+    assert spark.catalog.functionExists(silver.FAST_PATH_FUNCTION)
+
+
+def test_the_java_class_refuses_columns_other_than_those_silver_expects(spark):
+    names = silver.COMMON_OFFSET_COMMIT_COLUMNS
+    swapped = StructType([silver.FAST_PATH_TYPE[name] for name in (names[1], names[0], *names[2:])])
+    with pytest.raises(IllegalArgumentException, match="returns the columns"):
+        register_as(spark, "groupscope_test_swapped", swapped, FAST_PATH.versions)
+    with pytest.raises(IllegalArgumentException, match="returns the columns"):
+        register_as(spark, "groupscope_test_short", StructType(silver.FAST_PATH_TYPE.fields[:-1]), FAST_PATH.versions)
+
+
+def test_the_java_class_refuses_versions_other_than_those_the_declaration_claims(spark):
+    with pytest.raises(IllegalArgumentException, match="the declaration's fast path claims 0-5"):
+        register_as(spark, "groupscope_test_versions", silver.FAST_PATH_TYPE, "0-5")
+
+
+def test_the_fast_path_decodes_exactly_the_versions_the_declaration_claims(spark):
+    claimed = VersionRange.parse(FAST_PATH.versions)
+    assert claimed.high is not None and claimed.high in VersionRange.parse(OFFSET_COMMIT_VALUE.valid_versions)
+    versions = range(claimed.high + 2)  # and the next one, laid out as the highest
+    assert [version for version in versions if version in claimed and version not in VALUE_OF_VERSION] == []
+    values = {version: VALUE_OF_VERSION.get(version, i16(version) + v4()[2:]) for version in versions}
+    rows = [raw_row(version, KEY, value) for version, value in values.items()]
+    taken = {row.value_version for row in silver.decode_common_offset_commits(bronze(spark, rows)).collect()}
+    assert taken == {version for version in versions if version in claimed}

@@ -6,10 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from bench.encoding import i16, i32, i64, string
 from schemas import tables
 from transforms import silver
+from transforms.schema_check import SchemaMismatch, check_declared_types
 
 h = bytes.fromhex
 OFFSET_KEY = h("000100086d792d67726f757000066f726465727300000003")
@@ -196,8 +198,8 @@ def test_undecodable_records_are_quarantined_with_reason_and_bytes(raw, decoded)
 
 
 def test_the_two_decoding_passes_split_the_records_between_them(raw, decoded):
-    common = silver.decode_raw_records(raw, silver.COMMON_OFFSET_COMMITS).collect()
-    others = silver.decode_raw_records(raw, silver.OTHER_RECORDS).collect()
+    common = silver.decode_common_offset_commits(raw).collect()
+    others = silver.decode_other_records(raw).collect()
     assert {row.record_id for row in common} == {"c1/12/0", "c1/12/1", "c1/12/2"}
     assert sorted(map(repr, common + others)) == sorted(map(repr, decoded.collect()))
 
@@ -216,3 +218,48 @@ def test_every_raw_record_lands_in_exactly_one_place(raw, decoded):
 def test_decoder_output_matches_its_declared_schema(decoded):
     assert decoded.schema == silver.decoded_schema
     assert i32(0)  # the encoder is shared with the codec tests; keep the import honest
+
+
+# Each silver table and the transform that makes it from decoded rows.
+SILVER_TRANSFORMS = {
+    "offset_commits": (silver.filter_offset_commits, tables.offset_commits_schema),
+    "group_metadata": (silver.filter_group_metadata, tables.group_metadata_schema),
+    "group_members": (silver.explode_group_members, tables.group_members_schema),
+    "member_assignments": (
+        lambda decoded: silver.explode_member_assignments(silver.explode_group_members(decoded)),
+        tables.member_assignments_schema,
+    ),
+    "consumer_group_records": (silver.filter_consumer_group_records, tables.consumer_group_records_schema),
+    "quarantine": (silver.filter_quarantine, tables.quarantine_schema),
+}
+
+
+def column_types(schema: StructType) -> list[tuple[str, str]]:
+    return [(field.name, field.dataType.simpleString()) for field in schema.fields]
+
+
+@pytest.mark.parametrize("table", SILVER_TRANSFORMS)
+def test_each_silver_transform_gives_its_tables_declared_columns_and_types(spark, table):
+    transform, declared = SILVER_TRANSFORMS[table]
+    rows = transform(spark.createDataFrame([], silver.decoded_schema))
+    assert column_types(rows.schema) == column_types(declared)
+
+
+def test_a_decoded_column_of_another_type_fails_instead_of_being_cast(spark):
+    """A long decoded as an int (say) must not be narrowed quietly on its way to its table."""
+    narrowed = StructType(
+        [
+            StructField(field.name, IntegerType()) if field.name == "committed_offset" else field
+            for field in silver.decoded_schema.fields
+        ]
+    )
+    with pytest.raises(SchemaMismatch, match=r"^offset_commits\.committed_offset: declared bigint, found int$"):
+        silver.filter_offset_commits(spark.createDataFrame([], narrowed))
+
+
+def test_the_check_names_missing_or_reordered_columns(spark):
+    rows = spark.createDataFrame([], "b string, a long")
+    declared = StructType([StructField("a", LongType()), StructField("b", StringType())])
+    with pytest.raises(SchemaMismatch, match=r"^t: declared columns \['a', 'b'\], found \['b', 'a'\]$"):
+        check_declared_types(rows, declared, "t")
+    assert check_declared_types(rows.select("a", "b"), declared, "t").columns == ["a", "b"]

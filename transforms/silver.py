@@ -1,11 +1,12 @@
 """DataFrame transforms from bronze `raw_records` to the silver tables.
 
-`decode_raw_records` decodes: nearly every record is a common offset commit, decoded inside the JVM
-by the fast path (jvm/decoder: `groupscope.CommonOffsetCommits`, a Spark function); every other record
-goes to the reference decoder (transforms.decoder.decode_rows, Python over Arrow batches), which stays the
+Nearly every record is a common offset commit, decoded inside the JVM by the fast path
+(`decode_common_offset_commits`: jvm/decoder's `groupscope.CommonOffsetCommits`, a Spark function that
+jobs.session registers when it builds the session); every other record goes to the reference decoder
+(`decode_other_records`: transforms.decoder.decode_rows, Python over Arrow batches), which stays the
 definition: tests require both to give the same rows on real and on damaged records. Every other step
 is Spark built-ins. Each record lands in exactly one silver table or in `quarantine`, chosen by the
-decoded row's `destination`.
+decoded row's `destination`; each table's rows are checked against its declared schema, not cast to it.
 
 A record is common when every check of the reference decoder passes trivially (the Java class lists
 the rules): a readable type-1 key whose lengths add up exactly, and a null value (tombstone) or a value
@@ -40,6 +41,7 @@ from transforms.decoder.decode_rows import (
     DESTINATION_QUARANTINE,
     decode_raw_row,
 )
+from transforms.schema_check import check_declared_types
 
 _RAW_INPUT_COLUMNS = (
     "cluster",
@@ -55,9 +57,6 @@ _RAW_INPUT_COLUMNS = (
     "source_file",
     "capture_run_id",
 )
-# Which records a decoding pass returns: all of them, the offset commits that the fast path
-# decodes (nearly all), or the others (the reference decoder's). The decode job runs the last two apart.
-ALL_RECORDS, COMMON_OFFSET_COMMITS, OTHER_RECORDS = "all", "common offset commits", "other"
 
 
 def _f(name, data_type):
@@ -133,23 +132,13 @@ COMMON_OFFSET_COMMIT_CONSTANTS = {
     "record_type": RECORD_TYPE_OFFSET_COMMIT,
     "record_type_name": RECORD_TYPES[RECORD_TYPE_OFFSET_COMMIT].name,
 }
+# The fast path's Spark function: registered by jobs.session.build_session, called here by name.
 FAST_PATH_FUNCTION = "groupscope_common_offset_commit"
-_FAST_PATH_CLASS = "groupscope.CommonOffsetCommits"
-_fast_path_type = StructType([decoded_schema[name] for name in COMMON_OFFSET_COMMIT_COLUMNS])
+FAST_PATH_TYPE = StructType([decoded_schema[name] for name in COMMON_OFFSET_COMMIT_COLUMNS])
 
 
-def _common_offset_commit(raw_records: DataFrame) -> Column:
+def _common_offset_commit() -> Column:
     """The fast path over a raw row's key, value and read error: the decoded fields, or null."""
-    spark = raw_records.sparkSession
-    if not spark.catalog.functionExists(FAST_PATH_FUNCTION):
-        # Registered from the JVM side, where it can be marked nondeterministic (see the Java class).
-        fast_path = spark._jvm.groupscope.CommonOffsetCommits
-        if not callable(getattr(fast_path, "register", None)):
-            raise RuntimeError(
-                f"{_FAST_PATH_CLASS} is not on Spark's classpath: scripts/bootstrap.sh builds "
-                "jvm/spark/jars/groupscope-decoder.jar, and spark-submit.sh passes it with the other jars"
-            )
-        fast_path.register(spark._jsparkSession, FAST_PATH_FUNCTION, _fast_path_type.json())
     return F.call_function(FAST_PATH_FUNCTION, F.col("key"), F.col("value"), F.col("read_error"))
 
 
@@ -164,27 +153,33 @@ def _decode_other_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Reco
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def decode_raw_records(raw_records: DataFrame, records: str = ALL_RECORDS) -> DataFrame:
-    """raw_records -> one decoded row per raw row (see `decoded_schema`), of `records` (ALL_RECORDS, ...).
-
-    Common offset commits are decoded by the fast path, in the JVM; every other record by the
-    reference decoder, row by row over Arrow batches: only those records cross to Python.
-    """
-    if records == ALL_RECORDS:
-        return decode_raw_records(raw_records, COMMON_OFFSET_COMMITS).unionByName(
-            decode_raw_records(raw_records, OTHER_RECORDS)
-        )
-    fast_path = _common_offset_commit(raw_records)
-    raw_input = raw_records.select(
+def _with_fast_path(raw_records: DataFrame) -> DataFrame:
+    """The columns the decoders read, record_at as epoch ms, and `_common`: the fast path's result."""
+    return raw_records.select(
         *[F.col(name) for name in _RAW_INPUT_COLUMNS if name != "record_at_ms"],
         F.unix_millis("record_at").alias("record_at_ms"),
-        fast_path.alias("_common"),
+        _common_offset_commit().alias("_common"),
     )
-    if records == OTHER_RECORDS:
-        others = raw_input.where(F.col("_common").isNull()).drop("_common")
-        return others.mapInArrow(_decode_other_batches, decoded_schema)
-    common = raw_input.where(F.col("_common").isNotNull())
+
+
+def decode_common_offset_commits(raw_records: DataFrame) -> DataFrame:
+    """The common offset commits of raw_records (nearly all records) -> decoded rows, by the fast path in the JVM."""
+    common = _with_fast_path(raw_records).where(F.col("_common").isNotNull())
     return common.select(*[_common_commit_column(field) for field in decoded_schema.fields])
+
+
+def decode_other_records(raw_records: DataFrame) -> DataFrame:
+    """Every other raw record -> decoded rows, by the reference decoder: only these records cross to Python."""
+    others = _with_fast_path(raw_records).where(F.col("_common").isNull()).drop("_common")
+    return others.mapInArrow(_decode_other_batches, decoded_schema)
+
+
+def decode_raw_records(raw_records: DataFrame) -> DataFrame:
+    """raw_records -> one decoded row per raw row (see `decoded_schema`): both decoders' rows together.
+
+    The decode job runs the two apart instead, to keep the few others' rows for their several tables.
+    """
+    return decode_common_offset_commits(raw_records).unionByName(decode_other_records(raw_records))
 
 
 def _common_commit_column(field: StructField) -> Column:
@@ -195,20 +190,18 @@ def _common_commit_column(field: StructField) -> Column:
     return F.lit(COMMON_OFFSET_COMMIT_CONSTANTS.get(field.name)).cast(field.dataType).alias(field.name)
 
 
-def _ms_to_timestamp(name: str) -> Column:
-    return F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
+def _declared_column(name: str) -> Column:
+    """A decoded column as its table declares it: the one conversion meant is epoch ms -> TIMESTAMP."""
+    if name in _TIMESTAMP_COLUMNS:
+        return F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
+    if name == "record_at":
+        return F.timestamp_millis("record_at").alias(name)
+    return F.col(name)
 
 
-def _select_as(decoded: DataFrame, schema: StructType) -> DataFrame:
-    columns = [
-        _ms_to_timestamp(field.name)
-        if field.name in _TIMESTAMP_COLUMNS
-        else F.timestamp_millis("record_at").alias("record_at")
-        if field.name == "record_at"
-        else F.col(field.name).cast(field.dataType).alias(field.name)
-        for field in schema.fields
-    ]
-    return decoded.select(*columns)
+def _select_as(decoded: DataFrame, schema: StructType, table: str) -> DataFrame:
+    """The table's columns, in its order; a type other than the declared one raises (SchemaMismatch)."""
+    return check_declared_types(decoded.select(*[_declared_column(name) for name in schema.names]), schema, table)
 
 
 def _routed_to(destination: str) -> Column:
@@ -216,22 +209,28 @@ def _routed_to(destination: str) -> Column:
 
 
 def filter_offset_commits(decoded: DataFrame) -> DataFrame:
-    return _select_as(decoded.where(_routed_to(DESTINATION_OFFSET_COMMIT)), tables.offset_commits_schema)
+    return _select_as(
+        decoded.where(_routed_to(DESTINATION_OFFSET_COMMIT)), tables.offset_commits_schema, "offset_commits"
+    )
 
 
 def filter_group_metadata(decoded: DataFrame) -> DataFrame:
-    return _select_as(decoded.where(_routed_to(DESTINATION_GROUP_METADATA)), tables.group_metadata_schema)
+    return _select_as(
+        decoded.where(_routed_to(DESTINATION_GROUP_METADATA)), tables.group_metadata_schema, "group_metadata"
+    )
 
 
 def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
     return _select_as(
-        decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)), tables.consumer_group_records_schema
+        decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)),
+        tables.consumer_group_records_schema,
+        "consumer_group_records",
     )
 
 
 def filter_quarantine(decoded: DataFrame) -> DataFrame:
     """Quarantined rows, with their source file and capture run (carried by the decoder)."""
-    return _select_as(decoded.where(_routed_to(DESTINATION_QUARANTINE)), tables.quarantine_schema)
+    return _select_as(decoded.where(_routed_to(DESTINATION_QUARANTINE)), tables.quarantine_schema, "quarantine")
 
 
 def explode_group_members(decoded: DataFrame) -> DataFrame:
@@ -241,11 +240,11 @@ def explode_group_members(decoded: DataFrame) -> DataFrame:
         .select("*", "member.*")
         .drop("member")
     )
-    return _select_as(members, tables.group_members_schema)
+    return _select_as(members, tables.group_members_schema, "group_members")
 
 
 def explode_member_assignments(group_members: DataFrame) -> DataFrame:
-    return (
+    assignments = (
         group_members.select(
             "cluster",
             "record_id",
@@ -260,3 +259,4 @@ def explode_member_assignments(group_members: DataFrame) -> DataFrame:
         .select("*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition"))
         .select(*[field.name for field in tables.member_assignments_schema.fields])
     )
+    return check_declared_types(assignments, tables.member_assignments_schema, "member_assignments")

@@ -6,6 +6,8 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -14,18 +16,29 @@ import org.apache.spark.sql.api.java.UDF3;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * The fast path of the silver decoder, inside the JVM: one common offset commit (key, value, read
  * error of a raw record) -> its decoded fields, or null when the record is not common and the
- * reference decoder (Python, transforms.decoder.decode_rows) must decode it. The fields are those of
- * transforms.silver.COMMON_OFFSET_COMMIT_COLUMNS, in that order; Python passes their types.
+ * reference decoder (Python, transforms.decoder.decode_rows) must decode it. The fields are COLUMNS,
+ * in that order; Python passes their types, and registration fails unless Python names the same
+ * columns (transforms.silver.COMMON_OFFSET_COMMIT_COLUMNS) and declares the same value versions for
+ * this class (the fast path of OffsetCommitValue in schemas/coordinator_records.py) as VERSIONS.
  *
  * A record is common when every check of the reference decoder would pass trivially (the rules are
  * below, and in transforms/silver.py); tests/test_fast_path.py requires this class and the reference
  * decoder to give the same rows on every real record the project holds and on damaged ones.
  */
 public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, Row> {
+    /** The fields of the returned row, in order: what `RowFactory.create` below fills. */
+    static final List<String> COLUMNS = List.of(
+            "is_tombstone", "group_id", "topic", "partition", "value_version", "committed_offset", "leader_epoch",
+            "metadata", "committed_at_ms", "expires_at_ms");
+    /** The highest OffsetCommitValue version decoded here; each version up to it has a branch in decode(). */
+    private static final int MAX_VERSION = 4;
+    /** The value versions decoded here, written as the declaration writes them. */
+    public static final String VERSIONS = "0-" + MAX_VERSION;
     private static final int RECORD_TYPE_OFFSET_COMMIT = 1;
     private static final int KEY_FIXED_BYTES = 10;
     private static final int MAX_INT16_LENGTH = 0x7FFF;
@@ -57,7 +70,7 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
         }
         if (value.length < 2) return null;
         int version = u16(value, 0);
-        if (version > 4) return null;
+        if (version > MAX_VERSION) return null;
         int metadataAt, metadataLength, trailer;
         if (version <= 2) {
             if (value.length < 12) return null;
@@ -129,9 +142,22 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
     /**
      * Registers the function as `name`, marked nondeterministic so that Spark evaluates it once per
      * row: a deterministic one would be copied into every filter and field that reads its result.
+     * Refuses (IllegalArgumentException) a return type whose column names are not COLUMNS, or declared
+     * versions that are not VERSIONS: the Python side and this class were changed apart, and the rows
+     * would be decoded into the wrong columns, or a version would go to a decoder that does not know it.
      */
-    public static void register(SparkSession spark, String name, String returnTypeJson) {
-        UserDefinedFunction decoder = functions.udf(new CommonOffsetCommits(), DataType.fromJson(returnTypeJson));
+    public static void register(SparkSession spark, String name, String returnTypeJson, String declaredVersions) {
+        DataType returnType = DataType.fromJson(returnTypeJson);
+        List<String> expected = returnType instanceof StructType struct ? Arrays.asList(struct.fieldNames()) : List.of();
+        if (!expected.equals(COLUMNS)) {
+            throw new IllegalArgumentException(
+                    "groupscope.CommonOffsetCommits returns the columns " + COLUMNS + ", Python expects " + expected);
+        }
+        if (!VERSIONS.equals(declaredVersions)) {
+            throw new IllegalArgumentException("groupscope.CommonOffsetCommits decodes OffsetCommitValue versions "
+                    + VERSIONS + ", the declaration's fast path claims " + declaredVersions);
+        }
+        UserDefinedFunction decoder = functions.udf(new CommonOffsetCommits(), returnType);
         spark.udf().register(name, decoder.asNondeterministic());
     }
 }
