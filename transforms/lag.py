@@ -23,6 +23,21 @@ and time_lag = snapshot time - written_at. (kafka-lag-exporter interpolates to c
 - Caught up (c = end offset): time lag 0, however long the partition has been idle.
 - A topic recreated (end offset going down) starts a new history: points before it are not used.
 `time_lag_uncertainty_seconds` = r.time - l.time, the width of the interval interpolated in.
+
+How far from the truth. The true time lag at a snapshot is observed_at - T, T the timestamp of the
+record at offset c (the next one the group consumes; the first record after c if c holds none, e.g. a
+transaction marker). A snapshot is stamped when its request is sent and the broker reads the end offset
+a moment later, so: at l the record was not yet appended, at r it was; its append time A lies in
+(l.time, r.time + d_r], d_r the delay from r's stamp to the broker's read (one request: a few ms, a
+few hundred on a loaded host). A record's timestamp comes at most d_p before its append (CreateTime
+is set by the producer before it batches and sends; 0 with LogAppendTime), plus any clock difference
+between producer and snapshot hosts. written_at lies in (l.time, r.time]. Hence, with d = max(d_r, d_p):
+  interpolated: |time_lag_seconds - true time lag| <= time_lag_uncertainty_seconds + d
+  lower_bound:   time_lag_seconds <= true time lag + d_r   (the truth can be any amount larger)
+  caught_up:     exact (0: nothing to consume at the snapshot)
+Interpolation assumes nothing about how records spread over (l.time, r.time]: a burst anywhere in it
+can be at either end, so the bound is the interval's width however steady production is. Snapshot
+more often to narrow it (tests/test_time_lag_truth.py checks it on every lab capture).
 """
 
 from __future__ import annotations
