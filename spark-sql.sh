@@ -23,4 +23,5 @@ exec "$root/.venv/bin/spark-sql" \
   --conf "spark.hadoop.hive.metastore.schema.verification=false" \
   --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties" \
   --conf "spark.ui.enabled=false" \
+  --hiveconf hive.cli.print.header=true \
   "$@"

@@ -12,9 +12,12 @@ taken from our own output.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections import defaultdict
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -229,3 +232,54 @@ def test_the_documented_queries_run(spark, views):
     for example in examples:
         for statement in filter(str.strip, example.split(";")):
             spark.sql(statement.replace("groupscope.", f"{DATABASE}.")).collect()
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", (REPO_ROOT / "README.md").read_text(), flags=re.DOTALL)
+
+
+def readme_commands() -> list[str]:
+    lines = [line.split("  #")[0].strip() for block in readme_blocks("bash") for line in block.splitlines()]
+    return [line for line in lines if line and line != "./test.sh"]  # the test command is this suite
+
+
+def test_every_readme_sql_example_returns_rows(spark, views):
+    statements = [s for block in readme_blocks("sql") for s in block.split(";") if s.strip()]
+    assert len(statements) >= 4
+    for statement in statements:
+        rows = spark.sql(statement.replace("groupscope.", f"{DATABASE}.")).collect()
+        assert rows, f"the README example returns nothing on the sample:\n{statement}"
+
+
+def test_every_readme_command_runs_on_the_sample_and_shows_rows(local_nightly):
+    """Each command as written; the nightly is the session's own run of it (on the sample's capture,
+    into a warehouse of its own), and the SQL shell reads that run's warehouse."""
+    warehouse = local_nightly.wait()
+    commands = readme_commands()
+    assert "./spark-submit.sh nightly" in commands
+    for command in commands:
+        if command == "./spark-submit.sh nightly":
+            assert [Path(local_nightly.process.popen.args[0]).name, local_nightly.process.popen.args[1]] == [
+                "spark-submit.sh",
+                "nightly",
+            ]
+            (output,) = [text for text in local_nightly.outputs().values() if "groupscope nightly: cluster" in text]
+            assert re.search(r"check: raw (\d[\d,]*) = decoded \1 \+ quarantined 0", output)
+            continue
+        environment = {**os.environ, "GROUPSCOPE_WAREHOUSE": str(warehouse)}
+        result = subprocess.run(
+            ["bash", "-c", command.replace("groupscope.", f"{NIGHTLY_DATABASE}.")],
+            cwd=REPO_ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, f"{command}:\n{result.stderr[-2000:]}"
+        lines = result.stdout.splitlines()
+        assert len(lines) >= 2, f"{command} printed {lines}"
+        if command.startswith("./spark-sql.sh"):
+            header = lines[0].split("\t")
+            assert "group_id" in header and len(lines[1].split("\t")) == len(header), lines[:2]
+        if "jobs.dump" in command:
+            assert all(json.loads(line)["offset"] >= 0 for line in lines)
