@@ -33,8 +33,17 @@ fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclu
   if [[ -d "$dir/jars" && "$(cat "$dir/jars/.stamp" 2>/dev/null)" == "$want" ]]; then return; fi
   echo "bootstrap: fetching $1 jars from Maven Central (cached in ~/.m2)" >&2
   rm -rf "$dir/jars"
-  mvn -q -B -Dstyle.color=never -f "$dir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$root/$dir/jars" ${2:+-DexcludeGroupIds="$2"}
+  # Maven's console writes colour resets even in quiet batch mode: its output is shown only on failure.
+  local log
+  log="$(mktemp)"
+  if ! mvn -q -B -Dstyle.color=never -f "$dir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$root/$dir/jars" ${2:+-DexcludeGroupIds="$2"} >"$log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$log" >&2
+    rm -f "$log"
+    echo "bootstrap: Maven could not fetch the $1 jars (above); is Maven Central reachable?" >&2
+    exit 1
+  fi
+  rm -f "$log"
   echo "$want" > "$dir/jars/.stamp"
 }
 fetch_jars spark "$spark_excludes"
