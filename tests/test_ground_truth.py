@@ -30,6 +30,9 @@ class Settled:
     members: set[str]
     causes: set[str] = field(default_factory=set)
     generation: int | None = None
+    # Its position in scenario.json's events (the driver's own order), when a group_stable event made it:
+    # at_ms has millisecond resolution, and the driver can start the next member in the same millisecond.
+    index: int | None = None
 
 
 def owner_names(events: list[dict]) -> dict[str, str]:
@@ -41,7 +44,15 @@ def causes_between(events: list[dict], group: str, before: Settled | None, after
     """What the lab did to the group between two settled states, in the words of `rebalances.causes`."""
     first_start = min(e["at_ms"] for e in events if e["event"] == "member_started" and e.get("group") == group)
     start = before.at_ms if before else first_start - 1
-    window = [e for e in events if start < e["at_ms"] <= after.at_ms]
+
+    def between(index: int, event: dict) -> bool:
+        # Events are in time order, the driver's own in the order it logged them: a position, where the
+        # state has one, settles events logged in the same millisecond as the state.
+        is_after = index > before.index if before and before.index is not None else event["at_ms"] > start
+        is_before = index < after.index if after.index is not None else event["at_ms"] <= after.at_ms
+        return is_after and is_before
+
+    window = [e for index, e in enumerate(events) if between(index, e)]
     previous = before.members if before else set()
     members_of_group = {e["member"] for e in events if e["event"] == "member_started" and e["group"] == group}
     causes = set()
@@ -71,8 +82,9 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
             e["at_ms"],
             {partition: names[member] for member, partitions in e["assignment"].items() for partition in partitions},
             {names[member] for member in e["assignment"]},
+            index=index,
         )
-        for e in events
+        for index, e in enumerate(events)
         if e["event"] == "group_stable" and e["group"] == group
     ]
     for note in expected.values():
