@@ -152,6 +152,7 @@ VALID = [
     (KEY, v4(tag_section=tags({0: TOPIC_ID}))),  # a topic id
     (KEY, v4(tag_section=tags({0: bytes(16)}))),  # the all-zero topic id (the default)
     (KEY, v4(tag_section=tags({5: b"abc"}))),  # an unknown tag, skipped
+    (KEY, v4(tag_section=tags({0: TOPIC_ID, 5: b"abc"}))),  # a topic id and an unknown tag
     (KEY, legacy(0)),
     (KEY, legacy(1, expire=1_700_086_400_000)),
     (KEY, legacy(1, expire=-1)),
@@ -173,6 +174,8 @@ DAMAGED = [
     (KEY, v3() + b"\x00"),  # trailing value byte
     (KEY, v4()[:-1]),  # v4 without its tag section
     (KEY, v4(tag_section=b"\x01\x00\x10" + TOPIC_ID[:8])),  # a cut topic id
+    (KEY, v4(tag_section=tags({0: TOPIC_ID}) + b"\x00")),  # a byte after the topic id
+    (KEY, v4(tag_section=b"\x01\x00\x08" + TOPIC_ID[:8])),  # a topic id of 8 bytes
     (KEY, i16(4) + i64(1) + i32(0) + b"\x00" + i64(0) + b"\x00"),  # v4 null metadata
     (KEY, i16(5) + v3()[2:]),  # unknown version
     (KEY, i16(-1) + v3()[2:]),  # negative version
@@ -192,9 +195,9 @@ DAMAGED = [
 ]
 
 
-# Of VALID, the fast path leaves to the reference decoder the two-byte metadata length, the three
-# tag sections and the type-0 key; they take no DAMAGED record.
-TAKEN = {"valid": len(VALID) - 5, "damaged": 0}
+# Of VALID, the fast path leaves to the reference decoder the two-byte metadata length, the two tag
+# sections with an unknown tag and the type-0 key; it takes the topic ids (Java clients committing by id write one) and no DAMAGED record.
+TAKEN = {"valid": len(VALID) - 4, "damaged": 0}
 
 
 @pytest.mark.parametrize("records", [VALID, DAMAGED], ids=["valid", "damaged"])

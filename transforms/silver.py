@@ -124,7 +124,7 @@ decoded_schema = StructType(_decoded_columns())
 # What the fast path returns for a common offset commit, in this order (null for any other record).
 COMMON_OFFSET_COMMIT_COLUMNS = (
     "is_tombstone", "group_id", "topic", "partition", "value_version", "committed_offset", "leader_epoch",
-    "metadata", "committed_at_ms", "expires_at_ms",
+    "metadata", "committed_at_ms", "expires_at_ms", "topic_id",
 )  # fmt: skip
 # The same for every common record: added as Spark literals.
 COMMON_OFFSET_COMMIT_CONSTANTS = {

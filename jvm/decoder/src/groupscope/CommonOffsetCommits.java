@@ -7,6 +7,7 @@ import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 
 import org.apache.spark.sql.Row;
@@ -34,7 +35,7 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
     /** The fields of the returned row, in order: what `RowFactory.create` below fills. */
     static final List<String> COLUMNS = List.of(
             "is_tombstone", "group_id", "topic", "partition", "value_version", "committed_offset", "leader_epoch",
-            "metadata", "committed_at_ms", "expires_at_ms");
+            "metadata", "committed_at_ms", "expires_at_ms", "topic_id");
     /** The highest OffsetCommitValue version decoded here; each version up to it has a branch in decode(). */
     private static final int MAX_VERSION = 4;
     /** The value versions decoded here, written as the declaration writes them. */
@@ -44,6 +45,11 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
     private static final int MAX_INT16_LENGTH = 0x7FFF;
     private static final int ONE_BYTE_VARINT_LIMIT = 0x80;
     private static final long UNSET_TIMESTAMP = -1L;
+    /** OffsetCommitValue v4's one tagged field (tag 0): the topic id clients that commit by id send. */
+    private static final int TOPIC_ID_TAG = 0;
+    private static final int UUID_BYTES = 16;
+    /** Kafka's Uuid.toString(): base64url without padding, as the reference decoder renders it. */
+    private static final Base64.Encoder UUID_TEXT = Base64.getUrlEncoder().withoutPadding();
 
     @Override
     public Row call(byte[] key, byte[] value, String readError) {
@@ -66,7 +72,7 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
         if (group == null || topic == null) return null;
         int partition = i32(key, key.length - 4);
         if (value == null) {
-            return RowFactory.create(true, group, topic, partition, null, null, null, null, null, null);
+            return RowFactory.create(true, group, topic, partition, null, null, null, null, null, null, null);
         }
         if (value.length < 2) return null;
         int version = u16(value, 0);
@@ -92,8 +98,18 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
         }
         if (metadataLength < 0 || metadataLength > MAX_INT16_LENGTH) return null;
         int commitAt = metadataAt + metadataLength;
-        if (value.length != commitAt + trailer) return null;
-        if (version == 4 && value[commitAt + 8] != 0) return null;  // tagged fields: the reference decodes them
+        String topicId = null;
+        if (version == 4 && value.length > commitAt + trailer) {
+            // One tagged field, the topic id (Java clients committing by topic id write it); any other tag
+            // section is the reference decoder's to read.
+            int tagAt = commitAt + trailer;
+            boolean isTopicIdOnly = value.length == tagAt + 2 + UUID_BYTES && value[tagAt - 1] == 1
+                    && value[tagAt] == TOPIC_ID_TAG && value[tagAt + 1] == UUID_BYTES;
+            if (!isTopicIdOnly) return null;
+            topicId = uuidText(value, tagAt + 2);
+        } else if (value.length != commitAt + trailer || (version == 4 && value[commitAt + 8] != 0)) {
+            return null;
+        }
         String metadata = utf8(value, metadataAt, metadataLength);
         if (metadata == null) return null;
         Integer leaderEpoch = version >= 3 ? i32(value, 10) : null;
@@ -102,8 +118,16 @@ public final class CommonOffsetCommits implements UDF3<byte[], byte[], String, R
             long expire = i64(value, commitAt + 8);
             if (expire != UNSET_TIMESTAMP) expiresAt = expire;
         }
-        return RowFactory.create(
-                false, group, topic, partition, version, i64(value, 2), leaderEpoch, metadata, i64(value, commitAt), expiresAt);
+        return RowFactory.create(false, group, topic, partition, version, i64(value, 2), leaderEpoch, metadata,
+                i64(value, commitAt), expiresAt, topicId);
+    }
+
+    /** A topic id as text; the all-zero id is the field's default, which a decoded record leaves out (null). */
+    private static String uuidText(byte[] bytes, int at) {
+        for (int index = at; index < at + UUID_BYTES; index++) {
+            if (bytes[index] != 0) return UUID_TEXT.encodeToString(Arrays.copyOfRange(bytes, at, at + UUID_BYTES));
+        }
+        return null;
     }
 
     private static int u16(byte[] bytes, int at) {
