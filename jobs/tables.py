@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 
 from jobs.config import Config
 from schemas import gold_tables
+from transforms.schema_check import check_declared_types
 
 if TYPE_CHECKING:
     from jobs.runs import JobRun
@@ -107,8 +108,9 @@ def cluster_rows(spark: SparkSession, config: Config, name: str, schema: StructT
 
 
 def gold_rows(name: str, rows: DataFrame) -> DataFrame:
-    """Rows in the gold table's column order and types."""
-    return rows.select(*[F.col(f.name).cast(f.dataType) for f in gold_tables.GOLD_SCHEMAS[name].fields])
+    """Rows in the gold table's column order, refused (SchemaMismatch) unless their types are the declared ones."""
+    declared = gold_tables.GOLD_SCHEMAS[name]
+    return check_declared_types(rows.select(*declared.names), declared, name)
 
 
 def write_gold(spark: SparkSession, config: Config, run: JobRun, name: str, rows: DataFrame) -> DataFrame:

@@ -1,0 +1,40 @@
+"""Every gold transform gives its table's declared columns and types, checked rather than cast: a
+wrong type fails the write instead of being truncated or nulled on the way in."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.config import GoldSettings
+from jobs.history import build_history
+from jobs.metrics import build_metrics
+from jobs.tables import HISTORY_TABLES, METRICS_TABLES, SILVER_INPUTS, gold_rows
+from schemas import gold_tables, tables
+from transforms.schema_check import SchemaMismatch
+
+
+def test_each_history_and_metrics_transform_gives_its_declared_schema(spark):
+    """Types are the plan's, so empty silver inputs show them; gold_rows refuses any difference."""
+    silver = {name: spark.createDataFrame([], getattr(tables, f"{name}_schema")) for name in SILVER_INPUTS}
+    stored = {}
+
+    def store(name, rows):
+        stored[name] = gold_rows(name, rows)
+        assert stored[name].schema.names == gold_tables.GOLD_SCHEMAS[name].names
+        return stored[name]
+
+    no_topic_ids = spark.createDataFrame([], gold_tables.topic_ids_schema)
+    build_history(silver, no_topic_ids, GoldSettings(), store)
+    no_snapshots = spark.createDataFrame([], gold_tables.end_offsets_schema)
+    build_metrics(silver["offset_commits"], no_snapshots, stored, GoldSettings(), None, store)
+    assert set(stored) == {*HISTORY_TABLES, *METRICS_TABLES}
+
+
+def test_a_gold_column_of_another_type_is_refused_not_cast(spark):
+    declared = gold_tables.GOLD_SCHEMAS["rebalance_frequency"]
+    rows = spark.createDataFrame([], declared)
+    assert gold_rows("rebalance_frequency", rows).schema == rows.schema
+    wrong = rows.withColumn(declared.names[-1], F.lit("many"))
+    with pytest.raises(SchemaMismatch, match=rf"rebalance_frequency\.{declared.names[-1]}: declared \w+, found string"):
+        gold_rows("rebalance_frequency", wrong)
