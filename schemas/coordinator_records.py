@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from schemas.layouts import ZERO_UUID, Field, JvmFastPath, Message, RecordType
 
-F = Field
-
-GROUP_ID = F("group_id", "string")
-MEMBER_ID = F("member_id", "string")
-TOPIC_PARTITIONS = (F("topic_id", "uuid"), F("partitions", "[]int32"))
+GROUP_ID = Field("group_id", "string")
+MEMBER_ID = Field("member_id", "string")
+TOPIC_PARTITIONS = (Field("topic_id", "uuid"), Field("partitions", "[]int32"))
 # Per-partition assignment epochs (the epoch each partition was assigned in), a tagged nullable array.
 # Kafka's specs declare it `"default": null`, a JSON null, which Kafka's generator reads as no default:
 # an absent field is an empty list (standby and warm-up tasks are written without it) and is not printed;
@@ -23,27 +21,27 @@ TOPIC_PARTITIONS = (F("topic_id", "uuid"), F("partitions", "[]int32"))
 # tag in the same value version 0, so nothing in a record says which release wrote it: it is declared as
 # 4.3 declares it, which reads every older record the way that release reads it too (a 4.2.1 writer never
 # sets tag 0, so the field is absent, takes its default and is not printed, as 4.2.1 prints it).
-ASSIGNMENT_EPOCHS = F("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+")
+ASSIGNMENT_EPOCHS = Field("assignment_epochs", "[]int32", nullable_versions="0+", tag=0, tagged_versions="0+")
 TOPIC_PARTITIONS_WITH_EPOCHS = (*TOPIC_PARTITIONS, ASSIGNMENT_EPOCHS)
-ASSIGNMENT_TIMESTAMP = F("assignment_timestamp", "int64", tag=0, tagged_versions="0+", default=0)
-KEY_VALUE = (F("key", "string"), F("value", "string"))
-TASK_IDS = (F("subtopology_id", "string"), F("partitions", "[]int32"))
+ASSIGNMENT_TIMESTAMP = Field("assignment_timestamp", "int64", tag=0, tagged_versions="0+", default=0)
+KEY_VALUE = (Field("key", "string"), Field("value", "string"))
+TASK_IDS = (Field("subtopology_id", "string"), Field("partitions", "[]int32"))
 TASK_IDS_WITH_EPOCHS = (*TASK_IDS, ASSIGNMENT_EPOCHS)
 TOPIC_INFO = (
-    F("name", "string"),
-    F("partitions", "int32"),
-    F("replication_factor", "int16"),
-    F("topic_configs", "[]struct", fields=KEY_VALUE),
+    Field("name", "string"),
+    Field("partitions", "int32"),
+    Field("replication_factor", "int16"),
+    Field("topic_configs", "[]struct", fields=KEY_VALUE),
 )
 PARTITION_METADATA_TOPICS = (
-    F(
+    Field(
         "topics",
         "[]struct",
         fields=(
-            F("topic_id", "uuid"),
-            F("topic_name", "string"),
-            F("num_partitions", "int32"),
-            F("partition_metadata", "[]struct", fields=(F("partition", "int32"), F("racks", "[]string"))),
+            Field("topic_id", "uuid"),
+            Field("topic_name", "string"),
+            Field("num_partitions", "int32"),
+            Field("partition_metadata", "[]struct", fields=(Field("partition", "int32"), Field("racks", "[]string"))),
         ),
     ),
 )
@@ -53,7 +51,7 @@ def flexible_v0(name: str, *fields: Field) -> Message:
     return Message(name, valid_versions="0", flexible_versions="0+", fields=fields)
 
 
-OFFSET_COMMIT_KEY = (F("group", "string"), F("topic", "string"), F("partition", "int32"))
+OFFSET_COMMIT_KEY = (Field("group", "string"), Field("topic", "string"), Field("partition", "int32"))
 # Nearly every record is an offset commit, so the silver decoder reads the common ones in the JVM with
 # a Java mirror of this layout (jvm/decoder/src/groupscope/CommonOffsetCommits.java). A new version is
 # declared here AND decoded there, then claimed in `fast_path`: registration fails while they differ.
@@ -63,12 +61,12 @@ OFFSET_COMMIT_VALUE = Message(
     flexible_versions="4+",
     fast_path=JvmFastPath("groupscope.CommonOffsetCommits", versions="0-4"),
     fields=(
-        F("offset", "int64"),
-        F("leader_epoch", "int32", versions="3+", default=-1),
-        F("metadata", "string"),
-        F("commit_timestamp", "int64"),
-        F("expire_timestamp", "int64", versions="1", default=-1),
-        F("topic_id", "uuid", versions="4+", tag=0, tagged_versions="4+", default=ZERO_UUID),
+        Field("offset", "int64"),
+        Field("leader_epoch", "int32", versions="3+", default=-1),
+        Field("metadata", "string"),
+        Field("commit_timestamp", "int64"),
+        Field("expire_timestamp", "int64", versions="1", default=-1),
+        Field("topic_id", "uuid", versions="4+", tag=0, tagged_versions="4+", default=ZERO_UUID),
     ),
 )
 GROUP_METADATA_VALUE = Message(
@@ -76,23 +74,23 @@ GROUP_METADATA_VALUE = Message(
     valid_versions="0-4",
     flexible_versions="4+",
     fields=(
-        F("protocol_type", "string"),
-        F("generation", "int32"),
-        F("protocol", "string", nullable_versions="0+"),
-        F("leader", "string", nullable_versions="0+"),
-        F("current_state_timestamp", "int64", versions="2+", default=-1),
-        F(
+        Field("protocol_type", "string"),
+        Field("generation", "int32"),
+        Field("protocol", "string", nullable_versions="0+"),
+        Field("leader", "string", nullable_versions="0+"),
+        Field("current_state_timestamp", "int64", versions="2+", default=-1),
+        Field(
             "members",
             "[]struct",
             fields=(
-                F("member_id", "string"),
-                F("group_instance_id", "string", versions="3+", nullable_versions="3+", default=None),
-                F("client_id", "string"),
-                F("client_host", "string"),
-                F("rebalance_timeout", "int32", versions="1+", default=-1),
-                F("session_timeout", "int32"),
-                F("subscription", "bytes"),
-                F("assignment", "bytes"),
+                Field("member_id", "string"),
+                Field("group_instance_id", "string", versions="3+", nullable_versions="3+", default=None),
+                Field("client_id", "string"),
+                Field("client_host", "string"),
+                Field("rebalance_timeout", "int32", versions="1+", default=-1),
+                Field("session_timeout", "int32"),
+                Field("subscription", "bytes"),
+                Field("assignment", "bytes"),
             ),
         ),
     ),
@@ -100,41 +98,41 @@ GROUP_METADATA_VALUE = Message(
 
 CONSUMER_GROUP_MEMBER_METADATA_VALUE = flexible_v0(
     "ConsumerGroupMemberMetadataValue",
-    F("instance_id", "string", nullable_versions="0+"),
-    F("rack_id", "string", nullable_versions="0+"),
-    F("client_id", "string"),
-    F("client_host", "string"),
-    F("subscribed_topic_names", "[]string"),
-    F("subscribed_topic_regex", "string", nullable_versions="0+"),
-    F("rebalance_timeout_ms", "int32", default=-1),
-    F("server_assignor", "string", nullable_versions="0+"),
-    F(
+    Field("instance_id", "string", nullable_versions="0+"),
+    Field("rack_id", "string", nullable_versions="0+"),
+    Field("client_id", "string"),
+    Field("client_host", "string"),
+    Field("subscribed_topic_names", "[]string"),
+    Field("subscribed_topic_regex", "string", nullable_versions="0+"),
+    Field("rebalance_timeout_ms", "int32", default=-1),
+    Field("server_assignor", "string", nullable_versions="0+"),
+    Field(
         "classic_member_metadata",
         "struct",
         nullable_versions="0+",
         tag=0,
         tagged_versions="0+",  # `"default": null` in Kafka's spec: no default (an empty struct)
         fields=(
-            F("session_timeout_ms", "int32"),
-            F("supported_protocols", "[]struct", fields=(F("name", "string"), F("metadata", "bytes"))),
+            Field("session_timeout_ms", "int32"),
+            Field("supported_protocols", "[]struct", fields=(Field("name", "string"), Field("metadata", "bytes"))),
         ),
     ),
 )
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = flexible_v0(
     "ConsumerGroupCurrentMemberAssignmentValue",
-    F("member_epoch", "int32"),
-    F("previous_member_epoch", "int32"),
-    F("state", "int8"),
-    F("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS_WITH_EPOCHS),
-    F("partitions_pending_revocation", "[]struct", fields=TOPIC_PARTITIONS_WITH_EPOCHS),
+    Field("member_epoch", "int32"),
+    Field("previous_member_epoch", "int32"),
+    Field("state", "int8"),
+    Field("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS_WITH_EPOCHS),
+    Field("partitions_pending_revocation", "[]struct", fields=TOPIC_PARTITIONS_WITH_EPOCHS),
 )
 STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = flexible_v0(
     "StreamsGroupCurrentMemberAssignmentValue",
-    F("member_epoch", "int32"),
-    F("previous_member_epoch", "int32"),
-    F("state", "int8"),
+    Field("member_epoch", "int32"),
+    Field("previous_member_epoch", "int32"),
+    Field("state", "int8"),
     *(
-        F(name, "[]struct", fields=TASK_IDS_WITH_EPOCHS)
+        Field(name, "[]struct", fields=TASK_IDS_WITH_EPOCHS)
         for name in (
             "active_tasks",
             "standby_tasks",
@@ -147,24 +145,24 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = flexible_v0(
 )
 STREAMS_GROUP_TOPOLOGY_VALUE = flexible_v0(
     "StreamsGroupTopologyValue",
-    F("epoch", "int32"),
-    F(
+    Field("epoch", "int32"),
+    Field(
         "subtopologies",
         "[]struct",
         fields=(
-            F("subtopology_id", "string"),
-            F("source_topics", "[]string"),
-            F("source_topic_regex", "[]string"),
-            F("state_changelog_topics", "[]struct", fields=TOPIC_INFO),
-            F("repartition_sink_topics", "[]string"),
-            F("repartition_source_topics", "[]struct", fields=TOPIC_INFO),
-            F(
+            Field("subtopology_id", "string"),
+            Field("source_topics", "[]string"),
+            Field("source_topic_regex", "[]string"),
+            Field("state_changelog_topics", "[]struct", fields=TOPIC_INFO),
+            Field("repartition_sink_topics", "[]string"),
+            Field("repartition_source_topics", "[]struct", fields=TOPIC_INFO),
+            Field(
                 "copartition_groups",
                 "[]struct",
                 fields=(
-                    F("source_topics", "[]int16"),
-                    F("source_topic_regex", "[]int16"),
-                    F("repartition_source_topics", "[]int16"),
+                    Field("source_topics", "[]int16"),
+                    Field("source_topic_regex", "[]int16"),
+                    Field("repartition_source_topics", "[]int16"),
                 ),
             ),
         ),
@@ -179,15 +177,15 @@ RECORD_TYPES: dict[int, RecordType] = {
     for rt in (
         RecordType(0, "legacy_offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
         RecordType(1, "offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-        RecordType(2, "group_metadata", (F("group", "string"),), GROUP_METADATA_VALUE),
+        RecordType(2, "group_metadata", (Field("group", "string"),), GROUP_METADATA_VALUE),
         RecordType(
             3,
             "consumer_group_metadata",
             _GROUP,
             flexible_v0(
                 "ConsumerGroupMetadataValue",
-                F("epoch", "int32"),
-                F("metadata_hash", "int64", tag=0, tagged_versions="0+", default=0),
+                Field("epoch", "int32"),
+                Field("metadata_hash", "int64", tag=0, tagged_versions="0+", default=0),
             ),
         ),
         RecordType(
@@ -203,7 +201,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             flexible_v0(
                 "ConsumerGroupTargetAssignmentMetadataValue",
-                F("assignment_epoch", "int32"),
+                Field("assignment_epoch", "int32"),
                 ASSIGNMENT_TIMESTAMP,
             ),
         ),
@@ -213,7 +211,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "ConsumerGroupTargetAssignmentMemberValue",
-                F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+                Field("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
             ),
         ),
         RecordType(
@@ -234,10 +232,10 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "ShareGroupMemberMetadataValue",
-                F("rack_id", "string", nullable_versions="0+"),
-                F("client_id", "string"),
-                F("client_host", "string"),
-                F("subscribed_topic_names", "[]string"),
+                Field("rack_id", "string", nullable_versions="0+"),
+                Field("client_id", "string"),
+                Field("client_host", "string"),
+                Field("subscribed_topic_names", "[]string"),
             ),
         ),
         RecordType(
@@ -246,8 +244,8 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             None,
             value_variants=(
-                flexible_v0("ShareGroupMetadataValue", F("epoch", "int32"), F("metadata_hash", "int64")),
-                flexible_v0("ShareGroupMetadataValue (4.0)", F("epoch", "int32")),
+                flexible_v0("ShareGroupMetadataValue", Field("epoch", "int32"), Field("metadata_hash", "int64")),
+                flexible_v0("ShareGroupMetadataValue (4.0)", Field("epoch", "int32")),
             ),
         ),
         RecordType(
@@ -256,7 +254,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             flexible_v0(
                 "ShareGroupTargetAssignmentMetadataValue",
-                F("assignment_epoch", "int32"),
+                Field("assignment_epoch", "int32"),
                 ASSIGNMENT_TIMESTAMP,
             ),
         ),
@@ -266,7 +264,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "ShareGroupTargetAssignmentMemberValue",
-                F("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+                Field("topic_partitions", "[]struct", fields=TOPIC_PARTITIONS),
             ),
         ),
         RecordType(
@@ -275,10 +273,10 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "ShareGroupCurrentMemberAssignmentValue",
-                F("member_epoch", "int32"),
-                F("previous_member_epoch", "int32"),
-                F("state", "int8"),
-                F("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS),
+                Field("member_epoch", "int32"),
+                Field("previous_member_epoch", "int32"),
+                Field("state", "int8"),
+                Field("assigned_partitions", "[]struct", fields=TOPIC_PARTITIONS),
             ),
         ),
         RecordType(
@@ -289,33 +287,45 @@ RECORD_TYPES: dict[int, RecordType] = {
             value_variants=(
                 flexible_v0(
                     "ShareGroupStatePartitionMetadataValue",
-                    F(
+                    Field(
                         "initializing_topics",
                         "[]struct",
-                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                        fields=(
+                            Field("topic_id", "uuid"),
+                            Field("topic_name", "string"),
+                            Field("partitions", "[]int32"),
+                        ),
                     ),
-                    F(
+                    Field(
                         "initialized_topics",
                         "[]struct",
-                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                        fields=(
+                            Field("topic_id", "uuid"),
+                            Field("topic_name", "string"),
+                            Field("partitions", "[]int32"),
+                        ),
                     ),
-                    F(
+                    Field(
                         "deleting_topics",
                         "[]struct",
-                        fields=(F("topic_id", "uuid"), F("topic_name", "string")),
+                        fields=(Field("topic_id", "uuid"), Field("topic_name", "string")),
                     ),
                 ),
                 flexible_v0(
                     "ShareGroupStatePartitionMetadataValue (4.0)",
-                    F(
+                    Field(
                         "initialized_topics",
                         "[]struct",
-                        fields=(F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")),
+                        fields=(
+                            Field("topic_id", "uuid"),
+                            Field("topic_name", "string"),
+                            Field("partitions", "[]int32"),
+                        ),
                     ),
-                    F(
+                    Field(
                         "deleting_topics",
                         "[]struct",
-                        fields=(F("topic_id", "uuid"), F("topic_name", "string")),
+                        fields=(Field("topic_id", "uuid"), Field("topic_name", "string")),
                     ),
                 ),
             ),
@@ -323,12 +333,12 @@ RECORD_TYPES: dict[int, RecordType] = {
         RecordType(
             16,
             "consumer_group_regular_expression",
-            (GROUP_ID, F("regular_expression", "string")),
+            (GROUP_ID, Field("regular_expression", "string")),
             flexible_v0(
                 "ConsumerGroupRegularExpressionValue",
-                F("topics", "[]string"),
-                F("version", "int64"),
-                F("timestamp", "int64"),
+                Field("topics", "[]string"),
+                Field("version", "int64"),
+                Field("timestamp", "int64"),
             ),
         ),
         RecordType(
@@ -337,10 +347,10 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             flexible_v0(
                 "StreamsGroupMetadataValue",
-                F("epoch", "int32"),
-                F("metadata_hash", "int64"),
-                F("validated_topology_epoch", "int32", tag=0, tagged_versions="0+", default=-1),
-                F(
+                Field("epoch", "int32"),
+                Field("metadata_hash", "int64"),
+                Field("validated_topology_epoch", "int32", tag=0, tagged_versions="0+", default=-1),
+                Field(
                     "last_assignment_configs",
                     "[]struct",
                     nullable_versions="0+",
@@ -348,8 +358,8 @@ RECORD_TYPES: dict[int, RecordType] = {
                     tagged_versions="0+",  # `"default": null` in Kafka's spec: no default (empty)
                     fields=KEY_VALUE,
                 ),
-                F("stored_description_topology_epoch", "int32", tag=2, tagged_versions="0+", default=-1),
-                F("failed_description_topology_epoch", "int32", tag=3, tagged_versions="0+", default=-1),
+                Field("stored_description_topology_epoch", "int32", tag=2, tagged_versions="0+", default=-1),
+                Field("failed_description_topology_epoch", "int32", tag=3, tagged_versions="0+", default=-1),
             ),
         ),
         RecordType(
@@ -364,20 +374,20 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "StreamsGroupMemberMetadataValue",
-                F("instance_id", "string", nullable_versions="0+"),
-                F("rack_id", "string", nullable_versions="0+"),
-                F("client_id", "string"),
-                F("client_host", "string"),
-                F("rebalance_timeout_ms", "int32", default=-1),
-                F("topology_epoch", "int32"),
-                F("process_id", "string"),
-                F(
+                Field("instance_id", "string", nullable_versions="0+"),
+                Field("rack_id", "string", nullable_versions="0+"),
+                Field("client_id", "string"),
+                Field("client_host", "string"),
+                Field("rebalance_timeout_ms", "int32", default=-1),
+                Field("topology_epoch", "int32"),
+                Field("process_id", "string"),
+                Field(
                     "user_endpoint",
                     "struct",
                     nullable_versions="0+",
-                    fields=(F("host", "string"), F("port", "uint16")),
+                    fields=(Field("host", "string"), Field("port", "uint16")),
                 ),
-                F("client_tags", "[]struct", fields=KEY_VALUE),
+                Field("client_tags", "[]struct", fields=KEY_VALUE),
             ),
         ),
         RecordType(
@@ -386,7 +396,7 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             flexible_v0(
                 "StreamsGroupTargetAssignmentMetadataValue",
-                F("assignment_epoch", "int32"),
+                Field("assignment_epoch", "int32"),
                 ASSIGNMENT_TIMESTAMP,
             ),
         ),
@@ -396,7 +406,10 @@ RECORD_TYPES: dict[int, RecordType] = {
             _MEMBER,
             flexible_v0(
                 "StreamsGroupTargetAssignmentMemberValue",
-                *(F(name, "[]struct", fields=TASK_IDS) for name in ("active_tasks", "standby_tasks", "warmup_tasks")),
+                *(
+                    Field(name, "[]struct", fields=TASK_IDS)
+                    for name in ("active_tasks", "standby_tasks", "warmup_tasks")
+                ),
             ),
         ),
         RecordType(
@@ -412,11 +425,11 @@ RECORD_TYPES: dict[int, RecordType] = {
             _GROUP,
             flexible_v0(
                 "StreamsGroupTargetAssignmentResolvedTopicIdsValue",
-                F("assignment_epoch", "int32"),
-                F(
+                Field("assignment_epoch", "int32"),
+                Field(
                     "resolved_topic_ids_by_subtopology",
                     "[]struct",
-                    fields=(F("subtopology_id", "string"), F("topic_ids", "[]uuid")),
+                    fields=(Field("subtopology_id", "string"), Field("topic_ids", "[]uuid")),
                 ),
             ),
         ),

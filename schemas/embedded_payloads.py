@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from schemas.layouts import Field, Message
 
-F = Field
-
-TOPIC_PARTITION_LIST = (F("topic", "string"), F("partitions", "[]int32"))
+TOPIC_PARTITION_LIST = (Field("topic", "string"), Field("partitions", "[]int32"))
 
 # Versions above 3 are read with the v3 layout and trailing bytes ignored, as ConsumerProtocol does.
 CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
@@ -20,11 +18,11 @@ CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
     valid_versions="0-3",
     read_newer_as_latest=True,
     fields=(
-        F("topics", "[]string"),
-        F("user_data", "bytes", nullable_versions="0+", default=None),
-        F("owned_partitions", "[]struct", versions="1+", fields=TOPIC_PARTITION_LIST),
-        F("generation_id", "int32", versions="2+", default=-1),
-        F("rack_id", "string", versions="3+", nullable_versions="3+", default=None),
+        Field("topics", "[]string"),
+        Field("user_data", "bytes", nullable_versions="0+", default=None),
+        Field("owned_partitions", "[]struct", versions="1+", fields=TOPIC_PARTITION_LIST),
+        Field("generation_id", "int32", versions="2+", default=-1),
+        Field("rack_id", "string", versions="3+", nullable_versions="3+", default=None),
     ),
 )
 CONSUMER_PROTOCOL_ASSIGNMENT = Message(
@@ -32,8 +30,8 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
     valid_versions="0-3",
     read_newer_as_latest=True,
     fields=(
-        F("assigned_partitions", "[]struct", fields=TOPIC_PARTITION_LIST),
-        F("user_data", "bytes", nullable_versions="0+", default=None),
+        Field("assigned_partitions", "[]struct", fields=TOPIC_PARTITION_LIST),
+        Field("user_data", "bytes", nullable_versions="0+", default=None),
     ),
 )
 
@@ -41,16 +39,19 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
 # cooperative-sticky sends only the generation. Clients differ: librdkafka's cooperative-sticky sends the
 # StickyAssignor V1 layout, and kafka-python's sticky prefixes V1 with an int16 version. Layouts are
 # tried in order; the first that reads the bytes exactly wins.
-STICKY_USER_DATA_V1 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST), F("generation", "int32"))
-STICKY_USER_DATA_V0 = (F("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),)
-STICKY_USER_DATA_VERSIONED = (F("version", "int16"), *STICKY_USER_DATA_V1)
-COOPERATIVE_STICKY_USER_DATA = (F("generation", "int32"),)
+STICKY_USER_DATA_V1 = (
+    Field("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),
+    Field("generation", "int32"),
+)
+STICKY_USER_DATA_V0 = (Field("previous_assignment", "[]struct", fields=TOPIC_PARTITION_LIST),)
+STICKY_USER_DATA_VERSIONED = (Field("version", "int16"), *STICKY_USER_DATA_V1)
+COOPERATIVE_STICKY_USER_DATA = (Field("generation", "int32"),)
 USER_DATA_LAYOUTS: dict[str, tuple[tuple[Field, ...], ...]] = {
     "sticky": (STICKY_USER_DATA_V1, STICKY_USER_DATA_V0, STICKY_USER_DATA_VERSIONED),
     "cooperative-sticky": (COOPERATIVE_STICKY_USER_DATA, STICKY_USER_DATA_V1),
 }
 
-CONNECTOR_TASKS = (F("connector", "string"), F("tasks", "[]int32"))
+CONNECTOR_TASKS = (Field("connector", "string"), Field("tasks", "[]int32"))
 # Connect protocols: default = v0 (eager), compatible = v1 (KIP-415), sessioned = v2 (KIP-507).
 # Trailing v1/v2 fields may be missing (TOLERATE_MISSING_FIELDS_WITH_DEFAULTS): they are declared
 # as versions "1+", and `missing_trailing_ok` lets the interpreter stop cleanly at the buffer's end.
@@ -60,9 +61,9 @@ CONNECT_SUBSCRIPTION = Message(
     read_newer_as_latest=True,
     missing_trailing_ok=True,
     fields=(
-        F("url", "string"),
-        F("config_offset", "int64"),
-        F("allocation", "bytes", versions="1+", nullable_versions="1+", default=None),
+        Field("url", "string"),
+        Field("config_offset", "int64"),
+        Field("allocation", "bytes", versions="1+", nullable_versions="1+", default=None),
     ),
 )
 CONNECT_ASSIGNMENT = Message(
@@ -71,13 +72,13 @@ CONNECT_ASSIGNMENT = Message(
     read_newer_as_latest=True,
     missing_trailing_ok=True,
     fields=(
-        F("error", "int16"),
-        F("leader", "string"),
-        F("leader_url", "string"),
-        F("config_offset", "int64"),
-        F("assignment", "[]struct", fields=CONNECTOR_TASKS),
-        F("revoked", "[]struct", versions="1+", nullable_versions="1+", default=None, fields=CONNECTOR_TASKS),
-        F("scheduled_delay", "int32", versions="1+", default=0),
+        Field("error", "int16"),
+        Field("leader", "string"),
+        Field("leader_url", "string"),
+        Field("config_offset", "int64"),
+        Field("assignment", "[]struct", fields=CONNECTOR_TASKS),
+        Field("revoked", "[]struct", versions="1+", nullable_versions="1+", default=None, fields=CONNECTOR_TASKS),
+        Field("scheduled_delay", "int32", versions="1+", default=0),
     ),
 )
 
