@@ -56,10 +56,6 @@ def with_incarnation(records: DataFrame, is_deletion: Column) -> DataFrame:
     )
 
 
-def _member_struct(member: Column) -> Column:
-    return F.struct(*[member[name].alias(name) for name in MEMBER_FIELDS])
-
-
 def _classic_partitions(assigned: Column) -> Column:
     return F.transform(
         assigned,
