@@ -1,12 +1,16 @@
 -- current_lag: how far behind each group is now. One row per (cluster, group_id, topic, partition) at the
--- latest end-offset snapshot of the partition, for groups holding a committed offset then (a group whose
--- offsets were deleted or expired before that snapshot has no row). With Burrow's status at that snapshot
--- and the partition's current owner (null: nobody is assigned the partition).
+-- cluster's latest end-offset snapshot with a lag row (the end_offsets job stamps every row of one
+-- snapshot with one observed_at), for groups holding a committed offset then: a group whose offsets were
+-- deleted or expired before that snapshot has no row, nor has a partition the snapshot does not list (its
+-- topic deleted). With Burrow's status at that snapshot and the partition's current owner (null: nobody
+-- is assigned the partition).
 CREATE OR REPLACE VIEW ${database}.current_lag AS
 WITH latest_snapshots AS (
-  SELECT cluster, topic, partition, max(observed_at) AS observed_at
+  -- Per cluster, not per partition: a partition's own latest row can be a snapshot from before its
+  -- group's offsets went, which is not now.
+  SELECT cluster, max(observed_at) AS observed_at
   FROM ${database}.lag
-  GROUP BY cluster, topic, partition
+  GROUP BY cluster
 )
 SELECT
   lag.cluster,
@@ -30,7 +34,7 @@ SELECT
   owner.client_host AS owner_client_host,
   owner.owned_since
 FROM ${database}.lag AS lag
-JOIN latest_snapshots USING (cluster, topic, partition, observed_at)
+JOIN latest_snapshots USING (cluster, observed_at)
 LEFT JOIN ${database}.consumer_status AS status
   ON status.cluster = lag.cluster
   AND status.group_id = lag.group_id
