@@ -35,10 +35,10 @@ from pyspark.sql import functions as F
 
 from bench.harness import REPO_ROOT, Phase, ProcessTree, fail, machine_report, phase_rows, print_block
 from jobs.config import load_config
-from jobs.decode import decode
-from jobs.ingest import ingest
 from jobs.runs import JobRun
 from jobs.session import build_session
+from jobs.steps.decode import decode
+from jobs.steps.ingest import ingest
 from jobs.tables import RAW_RECORDS
 from transforms import silver
 

@@ -19,60 +19,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 
-from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
-from jobs.config import Config
-from jobs.runs import JobRun, run_job
-from jobs.tables import RAW_RECORDS, cluster_rows, sql_string_literal
-
-RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
-
-
-def _tables(spark: SparkSession, config: Config) -> list[str]:
-    return sorted(
-        config.table(table.name)
-        for table in spark.catalog.listTables(config.database)
-        if table.tableType != "VIEW" and not table.isTemporary
-    )
-
-
-def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
-    settings = config.section("maintenance")
-    retain_hours = settings.get("vacuum_retain_hours")
-    # Spark lists a table's directories with up to 10,000 tasks by default, which costs a small
-    # table tens of seconds; a few tasks per core list even large tables just as fast locally.
-    spark.conf.set(
-        "spark.sql.sources.parallelPartitionDiscovery.parallelism", str(4 * spark.sparkContext.defaultParallelism)
-    )
-    raw_retention_days = int(settings.get("raw_retention_days", 0))
-    if raw_retention_days > 0:
-        cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
-        raw = DeltaTable.forName(spark, config.table(RAW_RECORDS))
-        before = cluster_rows(spark, config, RAW_RECORDS).count()
-        raw.delete((F.col("cluster") == F.lit(config.cluster)) & (F.col("record_at") < F.lit(cutoff)))
-        run.counts["raw_records_deleted"] = before - run.count_rows(RAW_RECORDS)
-    for table in _tables(spark, config):
-        delta = DeltaTable.forName(spark, table)
-        detail = delta.detail().first()
-        if (
-            retain_hours is not None
-            and detail.properties.get(RETENTION_PROPERTY) != f"interval {int(retain_hours)} hours"
-        ):
-            spark.sql(
-                f"ALTER TABLE {table} SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = 'interval {int(retain_hours)} hours')"
-            )
-        partitioned = "cluster" in detail.partitionColumns
-        optimizer = delta.optimize()
-        if partitioned:
-            optimizer = optimizer.where(f"cluster = {sql_string_literal(config.cluster)}")
-        files = optimizer.executeCompaction().first().metrics
-        delta.vacuum()
-        run.counts[f"optimize_removed_files.{table.split('.')[-1]}"] = files.numFilesRemoved
-        run.progress(table, f"compacted {files.numFilesRemoved} file(s) into {files.numFilesAdded}; vacuumed")
+from jobs.runs import run_job
+from jobs.steps.maintenance import maintenance
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,58 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from pyspark.sql import SparkSession
-
-from jobs.capture import capture
-from jobs.config import Config, resolve_path
-from jobs.decode import SILVER_SCHEMAS, decode
-from jobs.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
-from jobs.history import history
-from jobs.ingest import ingest
-from jobs.kafka_security import capture_configured
-from jobs.metrics import metrics
-from jobs.runs import JobRun, run_job
-from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
-from jobs.views import create_views
-
-
-def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
-    offsets = cluster_rows(spark, config, "offset_commits")
-    groups = offsets.select("group_id").distinct().count()
-    lines = [
-        f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
-        f"warehouse {config.warehouse_dir}",
-        f"  raw_records            {counts.get('raw_records', 0):>10,}",
-        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
-        f"  groups with commits    {groups:>10,}",
-        f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
-        f" + quarantined {counts.get('quarantine', 0):,}",
-        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.group_health'",
-    ]
-    return "\n".join(lines)
-
-
-def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:
-    if capture_configured(config):
-        run.progress("capture")
-        capture(spark, config, run)
-        run.progress("end_offsets", "live snapshot")
-        write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
-    run.progress("ingest")
-    ingest(spark, config, run)
-    end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
-    if end_offset_files:
-        run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
-        write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
-    run.progress("decode")
-    decode(spark, config, run)
-    run.progress("history")
-    history(spark, config, run)
-    run.progress("metrics")
-    metrics(spark, config, run)
-    run.progress("views")
-    create_views(spark, config)
-    print(summary(spark, config, run.counts), flush=True)
+from jobs.runs import run_job
+from jobs.steps.nightly import nightly
 
 
 def main(argv: Sequence[str] | None = None) -> int:

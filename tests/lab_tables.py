@@ -16,9 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import GoldSettings, load_config
 from jobs.end_offsets import end_offset_file_rows
-from jobs.history import build_history
-from jobs.ingest import read_inputs
-from jobs.metrics import build_metrics
+from jobs.steps.history import build_history
+from jobs.steps.ingest import read_inputs
+from jobs.steps.metrics import build_metrics
 from jobs.tables import gold_rows, materialized
 from lab.broker import CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, CONSUMER_GROUP_SESSION_TIMEOUT_MS
 from schemas import gold_tables

@@ -196,7 +196,8 @@ DAMAGED = [
 
 
 # Of VALID, the fast path leaves to the reference decoder the two-byte metadata length, the two tag
-# sections with an unknown tag and the type-0 key; it takes the topic ids (Java clients committing by id write one) and no DAMAGED record.
+# sections with an unknown tag and the type-0 key; it takes the topic ids (Java clients committing by
+# id write one) and no DAMAGED record.
 TAKEN = {"valid": len(VALID) - 4, "damaged": 0}
 
 

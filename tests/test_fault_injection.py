@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.decode import decode
 from jobs.dump import dump_lines
-from jobs.ingest import ingest
 from jobs.runs import JobRun
+from jobs.steps.decode import decode
+from jobs.steps.ingest import ingest
 from tests.fault_corpus import write_corpus
 
 

@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.config import GoldSettings
-from jobs.history import build_history
-from jobs.metrics import build_metrics
+from jobs.steps.history import build_history
+from jobs.steps.metrics import build_metrics
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, SILVER_INPUTS, gold_rows
 from schemas import gold_tables, tables
 from transforms.schema_check import SchemaMismatch

@@ -4,6 +4,7 @@ before any JVM starts."""
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,11 @@ def test_a_wrong_path_is_refused_by_the_launcher_in_one_line(tmp_path: Path):
         "give an existing file or directory"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_jobs_never_import_each_other():
+    """A job is its step behind run_job; steps shared by several jobs live in jobs/steps."""
+    for job in JOBS:
+        source = (REPO_ROOT / "jobs" / f"{job}.py").read_text()
+        imported = set(re.findall(r"^(?:from|import) jobs\.(\w+)", source, flags=re.MULTILINE))
+        assert not imported & set(JOBS), (job, imported & set(JOBS))

@@ -8,10 +8,10 @@ from dataclasses import replace
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from jobs.decode import decode
-from jobs.ingest import ingest
-from jobs.maintenance import maintenance
 from jobs.runs import JobRun
+from jobs.steps.decode import decode
+from jobs.steps.ingest import ingest
+from jobs.steps.maintenance import maintenance
 from tests.conftest import PUBLIC_FIXTURES
 
 # Real segments written years ago: every record is older than any retention the test sets.

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from jobs.steps.views import SQL_DIR, VIEWS, create_views, database_identifier, view_statement
 from jobs.tables import sql_string_literal
-from jobs.views import SQL_DIR, VIEWS, create_views, database_identifier, view_statement
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import delta_tables
 from tests.test_standalone_cluster import CAPTURE, CLUSTER

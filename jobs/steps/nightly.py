@@ -1,0 +1,57 @@
+"""Nightly: every step in order (capture and a live end-offset snapshot when a cluster is configured),
+then a summary."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from jobs.config import Config, resolve_path
+from jobs.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
+from jobs.kafka_security import capture_configured
+from jobs.runs import JobRun
+from jobs.steps.capture import capture
+from jobs.steps.decode import SILVER_SCHEMAS, decode
+from jobs.steps.history import history
+from jobs.steps.ingest import ingest
+from jobs.steps.metrics import metrics
+from jobs.steps.views import create_views
+from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
+
+
+def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
+    offsets = cluster_rows(spark, config, "offset_commits")
+    groups = offsets.select("group_id").distinct().count()
+    lines = [
+        f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
+        f"warehouse {config.warehouse_dir}",
+        f"  raw_records            {counts.get('raw_records', 0):>10,}",
+        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
+        f"  groups with commits    {groups:>10,}",
+        f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
+        f" + quarantined {counts.get('quarantine', 0):,}",
+        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.group_health'",
+    ]
+    return "\n".join(lines)
+
+
+def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:
+    if capture_configured(config):
+        run.progress("capture")
+        capture(spark, config, run)
+        run.progress("end_offsets", "live snapshot")
+        write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
+    run.progress("ingest")
+    ingest(spark, config, run)
+    end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
+    if end_offset_files:
+        run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
+        write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
+    run.progress("decode")
+    decode(spark, config, run)
+    run.progress("history")
+    history(spark, config, run)
+    run.progress("metrics")
+    metrics(spark, config, run)
+    run.progress("views")
+    create_views(spark, config)
+    print(summary(spark, config, run.counts), flush=True)

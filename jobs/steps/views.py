@@ -1,0 +1,61 @@
+"""Views: creates or replaces the SQL views of `sql/` in the configured catalog database."""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import SparkSession
+
+from jobs.config import REPO_ROOT, Config
+from jobs.runs import JobRun
+
+SQL_DIR = REPO_ROOT / "sql"
+DATABASE_PLACEHOLDER = "${database}"
+# Views that read other views come after them.
+VIEWS = (
+    "current_assignment",
+    "current_lag",
+    "stuck_partitions",
+    "group_health",
+    "rebalance_timeline",
+    "top_moving_groups",
+)
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def database_identifier(database: str) -> str:
+    """The database name as SQL text: a plain identifier, quoted, or an error (never spliced unchecked)."""
+    if not IDENTIFIER.fullmatch(database):
+        raise ValueError(
+            f"catalog.database {database!r} is not a plain identifier (letters, digits, underscores; "
+            "not starting with a digit)"
+        )
+    return f"`{database}`"
+
+
+def view_statement(name: str, database: str) -> str:
+    template = (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+    if DATABASE_PLACEHOLDER not in template:
+        raise ValueError(f"sql/{name}.sql does not use {DATABASE_PLACEHOLDER}")
+    statement = template.replace(DATABASE_PLACEHOLDER, database_identifier(database))
+    # Spark would read any other ${...} as a variable to substitute from its own configuration.
+    if "${" in statement:
+        raise ValueError(f"sql/{name}.sql has a placeholder other than {DATABASE_PLACEHOLDER}")
+    return statement
+
+
+def create_views(spark: SparkSession, config: Config) -> list[str]:
+    """Creates or replaces every view in `config.database`; returns their qualified names, in creation order."""
+    created = []
+    for name in VIEWS:
+        statement = view_statement(name, config.database)
+        try:
+            spark.sql(statement)
+        except Exception as error:
+            raise RuntimeError(f"view {config.table(name)} (sql/{name}.sql) could not be created: {error}") from error
+        created.append(config.table(name))
+    return created
+
+
+def views(spark: SparkSession, config: Config, run: JobRun) -> None:
+    run.progress("views", ", ".join(create_views(spark, config)))
