@@ -10,30 +10,56 @@ from __future__ import annotations
 import json
 import re
 
-_DUMPING = re.compile(r"^Dumping .*__consumer_offsets-(?P<partition>\d+)/")
+_DUMPING = re.compile(r"^Dumping (?P<path>.+)$")
+_PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(?P<partition>\d+)/")
 _BATCH = re.compile(r"^baseOffset: \d+ .* isTransactional: (?P<txn>\w+) isControl: (?P<control>\w+) ")
-_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) CreateTime: (?P<at>-?\d+) ")
+_LEGACY_BATCH = re.compile(r"^offset: \d+ ")  # magic 0/1: no producer, never transactional
+_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_CREATE_TIME = re.compile(r"^\| offset: \d+ CreateTime: (?P<at>-?\d+) ")
 _PRODUCER = re.compile(r" producerId: (?P<pid>-?\d+) ")
 
 
 def parse_dump(text: str) -> list[dict]:
-    """One dict per record line: partition, offset, at_ms, producer_id, is_transactional, and either
-    `marker` (COMMIT/ABORT) or `type`, `key`, `version`, `value` (None for a tombstone)."""
+    """One dict per record line of DumpLogSegments' output, in its order: `file` (the path after
+    "Dumping"), `partition` (of its `__consumer_offsets-N` directory, else None), `offset`, `at_ms`
+    (CreateTime, else None), the batch's `producer_id` and `is_transactional`, then one of: `marker`
+    (COMMIT/ABORT) for a control record; `type`, `key`, `version`, `value` for a record Kafka decoded,
+    `key` and `value` being Kafka's `data` exactly as printed (its lowerCamelCase names, bytes in base64;
+    `version` and `value` None for a tombstone); `kafka_error` (the whole line) for one it printed no key for.
+
+    The one reader of this text: the lab's summaries and the oracle tests (tests/kafka_oracle.py) both
+    use it, so nothing Kafka prints in a key or payload is dropped or rewritten here."""
+    decoder = json.JSONDecoder()
     records: list[dict] = []
-    partition, batch = None, {}
+    path, partition, batch = None, None, {}
     for line in text.splitlines():
         if match := _DUMPING.match(line):
-            partition = int(match["partition"])
+            path = match["path"]
+            directory = _PARTITION_DIRECTORY.search(path)
+            partition = int(directory["partition"]) if directory else None
         elif match := _BATCH.match(line):
             producer = _PRODUCER.search(line)
             batch = {"is_transactional": match["txn"] == "true", "producer_id": int(producer["pid"])}
+        elif _LEGACY_BATCH.match(line):
+            batch = {"is_transactional": False, "producer_id": None}
         elif match := _RECORD.match(line):
-            entry = {"partition": partition, "offset": int(match["offset"]), "at_ms": int(match["at"]), **batch}
+            created = _CREATE_TIME.match(line)
+            entry = {
+                "file": path,
+                "partition": partition,
+                "offset": int(match["offset"]),
+                "at_ms": int(created["at"]) if created else None,
+                **batch,
+            }
+            key_at = line.find(" key: ")
             if " endTxnMarker: " in line:
                 entry["marker"] = line.split(" endTxnMarker: ", 1)[1].split()[0]
-            elif " key: " in line:
-                key_text, _, payload = line.split(" key: ", 1)[1].partition(" payload: ")
-                key = json.loads(key_text)
+            elif key_at < 0:
+                entry["kafka_error"] = line
+            else:
+                # raw_decode: the key's JSON ends where its braces close, whatever text its strings hold
+                key, end = decoder.raw_decode(line, key_at + len(" key: "))
+                payload = line[end:].removeprefix(" payload: ")
                 entry |= {"type": int(key["type"]), "key": key["data"]}
                 if payload == "<DELETE>":
                     entry |= {"version": None, "value": None}

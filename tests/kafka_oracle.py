@@ -7,15 +7,14 @@ what `jobs.dump` decodes from the same files: parsed structures, never text.
 
 from __future__ import annotations
 
-import json
+import functools
 import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-KAFKA_JARS = {"4": REPO_ROOT / "jvm" / "kafka-4" / "jars", "3.9": REPO_ROOT / "jvm" / "kafka-3.9" / "jars"}
-DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
+from lab.broker import DUMP_LOG_SEGMENTS, JARS
+from lab.dump import parse_dump
 
 # Fields only groupscope adds next to what Kafka prints (the decoded assignor user data, beside the
 # `user_data` bytes Kafka prints; the decoded Connect payloads, beside the `subscription`/`assignment`
@@ -24,13 +23,11 @@ DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
 # Kafka prints and we do not, or print differently, is a mismatch.
 GROUPSCOPE_EXTRAS = {"assignor_user_data", "connect_subscription", "connect_assignment"}
 
-_RECORD_LINE = re.compile(r"^\| offset: (?P<offset>\d+) ")
-_DUMPING = re.compile(r"^Dumping (?P<path>.+)$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
 def run_dump_log_segments(files: Sequence[Path], version: str = "4") -> str:
-    jars = KAFKA_JARS[version]
+    jars = JARS[version]
     if not any(jars.glob("*.jar")):
         raise AssertionError(f"Kafka {version} jars missing in {jars}: run scripts/bootstrap.sh")
     command = [
@@ -54,32 +51,25 @@ def snake_case(value: object) -> object:
     return value
 
 
-def parse_dump(text: str) -> dict[tuple[str, int], dict]:
-    """(file path, offset) -> {"record_type", "key", "value_version", "value"} or {"kafka_error": line}."""
-    decoder = json.JSONDecoder()
+def kafka_by_position(dump_text: str) -> dict[tuple[str, int], dict]:
+    """Kafka's decode of each data record, by (resolved file path, offset): {"record_type", "key",
+    "value_version", "value"} with Kafka's field names in snake_case, or {"kafka_error": line}.
+    Control records (transaction markers) are left out: groupscope decodes no value for them."""
+    resolved = functools.cache(lambda path: str(Path(path).resolve()))
     records: dict[tuple[str, int], dict] = {}
-    current_file = None
-    for line in text.splitlines():
-        if match := _DUMPING.match(line):
-            current_file = str(Path(match["path"]).resolve())
+    for record in parse_dump(dump_text):
+        if "marker" in record:
             continue
-        match = _RECORD_LINE.match(line)
-        if not match or "endTxnMarker" in line:
+        position = (resolved(record["file"]), record["offset"])
+        if "kafka_error" in record:
+            records[position] = {"kafka_error": record["kafka_error"]}
             continue
-        offset = int(match["offset"])
-        key_at = line.find(" key: ")
-        if key_at < 0:
-            records[(current_file, offset)] = {"kafka_error": line}
-            continue
-        key, end = decoder.raw_decode(line, key_at + len(" key: "))
-        payload_text = line[end:].removeprefix(" payload: ")
-        entry = {"record_type": int(key["type"]), "key": snake_case(key["data"])}
-        if payload_text == "<DELETE>":
-            entry.update(value=None, value_version=None)
-        else:
-            payload = json.loads(payload_text)
-            entry.update(value=snake_case(payload["data"]), value_version=int(payload["version"]))
-        records[(current_file, offset)] = entry
+        records[position] = {
+            "record_type": record["type"],
+            "key": snake_case(record["key"]),
+            "value": snake_case(record["value"]),
+            "value_version": record["version"],
+        }
     return records
 
 

@@ -22,15 +22,14 @@ import pytest
 from bench import records as rec
 from bench.generate import main as generate
 from jobs.segment_files import read_paths
+from lab.dump import parse_dump
 from tests.conftest import REPO_ROOT
-from tests.kafka_oracle import parse_dump, run_dump_log_segments
+from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
 from tests.test_kafka_oracle import ours_by_position
 from transforms.decoder.coordinator_records import decode_record
 
 SAMPLE_ARGS = ["--groups", "40", "--topics", "24", "--max-partitions", "6", "--churn-minutes", "2",
                "--window-seconds", "900", "--compression", "mixed", "--snapshots", "12", "--workers", "1"]  # fmt: skip
-_DUMPING = re.compile(r"^Dumping (?P<path>.+)$")
-_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) CreateTime: (?P<time>-?\d+) ")
 _BATCH = re.compile(
     r"^baseOffset: \d+ .* deleteHorizonMs: (?P<horizon>\S+) .* compresscodec: (?P<codec>\w+) .* isvalid: (?P<valid>\w+)"
 )
@@ -64,7 +63,7 @@ def log_records(sample) -> list:
 
 
 def test_kafka_decodes_every_generated_record_as_groupscope_does(kafka_dump, segment_files):
-    kafka = parse_dump(kafka_dump)
+    kafka = kafka_by_position(kafka_dump)
     ours = ours_by_position(segment_files)
     assert not [entry for entry in kafka.values() if "kafka_error" in entry]
     assert sorted(ours) == sorted(kafka)
@@ -77,12 +76,11 @@ def test_kafka_decodes_every_generated_record_as_groupscope_does(kafka_dump, seg
 def test_kafka_reads_every_batch_as_valid_and_every_timestamp_as_ours(kafka_dump, log_records):
     batches = [_BATCH.match(line) for line in kafka_dump.splitlines() if line.startswith("baseOffset:")]
     assert batches and all(batch is not None and batch["valid"] == "true" for batch in batches)
-    kafka_times, current_file = {}, None
-    for line in kafka_dump.splitlines():
-        if match := _DUMPING.match(line):
-            current_file = str(Path(match["path"]).resolve())
-        elif (match := _RECORD.match(line)) and "endTxnMarker" not in line:
-            kafka_times[(current_file, int(match["offset"]))] = int(match["time"])
+    kafka_times = {
+        (str(Path(record["file"]).resolve()), record["offset"]): record["at_ms"]
+        for record in parse_dump(kafka_dump)
+        if "marker" not in record
+    }
     ours = {(str(Path(record.source_file).resolve()), record.offset): record.timestamp_ms for record in log_records}
     assert ours == kafka_times
 

@@ -24,7 +24,7 @@ from jobs.steps.ingest import ingest, inputs_may_repeat_records, read_partition_
 from jobs.runs import InvariantViolation, JobRun
 from jobs.segment_files import as_source_file, discover_partitions, read_paths
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
-from tests.kafka_oracle import parse_dump, run_dump_log_segments
+from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
 from transforms.bronze import arrow_batches
 
 DANIEL = PUBLIC_FIXTURES / "DanielMorales9__kafkafun" / "677fd1af" / "data" / "kafka"
@@ -54,7 +54,7 @@ def daniel(spark, spark_config):
 def test_counts_equal_kafkas_own_decoder(daniel):
     _, counts = daniel
     files = sorted(DANIEL.glob("__consumer_offsets-*/*.log"))
-    kafka = parse_dump(run_dump_log_segments(files))
+    kafka = kafka_by_position(run_dump_log_segments(files))
     by_type = Counter(entry["record_type"] for entry in kafka.values())
     assert counts["raw_records"] == len(kafka)
     assert counts["offset_commits"] == by_type[1]
@@ -108,7 +108,7 @@ def test_corrupt_segment_is_quarantined_and_the_rest_decoded(spark, spark_config
     assert "CRC-32C mismatch" in reasons[0] or "CRC-32C mismatch" in reasons[1]
     assert any("unreadable from here" in reason for reason in reasons), reasons
     assert sum(len(row.value) for row in quarantine) > 30  # the bad bytes are kept, not dropped
-    clean_records = len(parse_dump(run_dump_log_segments([source])))
+    clean_records = len(kafka_by_position(run_dump_log_segments([source])))
     assert counts["decoded"] >= clean_records - 3  # only the damaged batch and the torn tail are lost to decoding
     assert counts["raw_records"] == counts["decoded"] + counts["quarantine"]
 
@@ -209,7 +209,7 @@ def test_a_backup_beside_the_live_log_adds_no_record_twice(spark, spark_config, 
 
     counts = run_nightly_steps(spark, config)
 
-    assert counts["raw_records"] == len(parse_dump(run_dump_log_segments(sorted(live.glob("*.log")))))
+    assert counts["raw_records"] == len(kafka_by_position(run_dump_log_segments(sorted(live.glob("*.log")))))
     ids = cluster_rows(spark, config, "raw_records").select("record_id")
     assert ids.distinct().count() == counts["raw_records"]
 

@@ -14,7 +14,7 @@ import pytest
 from jobs.segment_files import read_paths
 from lab.broker import KAFKA_VERSIONS
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
-from tests.kafka_oracle import parse_dump, run_dump_log_segments, strip_payload_versions, without_extras
+from tests.kafka_oracle import kafka_by_position, run_dump_log_segments, strip_payload_versions, without_extras
 from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.decode_rows import to_jsonable
 
@@ -77,7 +77,7 @@ def ours_by_position(files: list[Path]) -> dict[tuple[str, int], dict]:
 @pytest.mark.parametrize("name", sorted(SEGMENT_SETS))
 def test_decoding_equals_dump_log_segments(name):
     files = SEGMENT_SETS[name]
-    kafka = parse_dump(run_dump_log_segments(files))
+    kafka = kafka_by_position(run_dump_log_segments(files))
     ours = ours_by_position(files)
     assert kafka, "Kafka decoded no records: the comparison would be empty"
 

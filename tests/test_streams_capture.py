@@ -16,7 +16,7 @@ from jobs.segment_files import read_paths
 from schemas.coordinator_records import ASSIGNMENT_EPOCHS, STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
 from schemas.layouts import Field, Message
 from tests.conftest import REPO_ROOT
-from tests.kafka_oracle import parse_dump
+from tests.kafka_oracle import kafka_by_position
 from transforms.decoder.layout_reader import read_versioned
 
 CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "streams"
@@ -61,7 +61,7 @@ def test_standby_tasks_are_written_without_assignment_epochs_and_active_tasks_wi
 
 
 def kafka_records() -> dict:
-    return parse_dump((CAPTURE / "dump-offsets.txt").read_text())
+    return kafka_by_position((CAPTURE / "dump-offsets.txt").read_text())
 
 
 def test_the_deleted_group_ends_with_a_tombstone_for_every_streams_record_it_had():
