@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 
 import pytest
@@ -24,7 +23,7 @@ from bench.encoding import (
 )
 from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.errors import CorruptRecordError
-from transforms.decoder.layout_reader import read_uvarint
+from transforms.decoder.layout_reader import read_uvarint, uuid_to_kafka_string
 
 h = bytes.fromhex
 KEY_MY_GROUP_ORDERS_3 = h("000100086d792d67726f757000066f726465727300000003")  # reference section 12.1
@@ -105,8 +104,10 @@ def test_offset_tombstone_has_key_and_no_value():
 
 
 def test_uuid_is_rendered_as_kafka_base64url():
-    rendered = base64.urlsafe_b64encode(TOPIC_UUID.bytes).rstrip(b"=").decode()
-    assert rendered == TOPIC_ID
+    assert uuid_to_kafka_string(TOPIC_UUID.bytes) == TOPIC_ID
+    assert uuid_to_kafka_string(bytes(16)) == "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID
+    # The URL-safe alphabet and no padding (Java's Base64.getUrlEncoder().withoutPadding()).
+    assert uuid_to_kafka_string(bytes(range(240, 256))) == "8PHy8_T19vf4-fr7_P3-_w"
 
 
 # --- classic group metadata, every version, with embedded consumer payloads ---------------------
