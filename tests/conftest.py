@@ -74,8 +74,8 @@ def local_nightly(tmp_path_factory):
     """`spark-submit.sh nightly` of the quickstart capture, and a rival started with it on the same
     warehouse (one must be refused): run once per session, in the background, for the standalone,
     Thrift server, SQL view, lock and crash tests."""
-    # Imported here: the machinery lives with the standalone cluster test, which imports this module.
-    from tests.test_standalone_cluster import local_nightly_run
+    # Imported when needed: tests that start no background run do not load its machinery (or pyspark).
+    from tests.background_runs import local_nightly_run
 
     run = local_nightly_run(tmp_path_factory)
     yield run
@@ -90,7 +90,7 @@ def _local_nightly_started_with_the_session(request, tmp_path_factory):
     if not _collected_tests_use(request, "local_nightly"):
         yield
         return
-    from tests.test_standalone_cluster import local_nightly_run
+    from tests.background_runs import local_nightly_run
 
     run = local_nightly_run(tmp_path_factory)
     yield
@@ -101,7 +101,7 @@ def _local_nightly_started_with_the_session(request, tmp_path_factory):
 @pytest.fixture(scope="session")
 def crash_run(local_nightly, tmp_path_factory):
     """A nightly run killed part-way and run again (tests/test_crash_safety.py), in the background."""
-    from tests.test_crash_safety import CrashRunInBackground
+    from tests.background_runs import CrashRunInBackground
 
     run = CrashRunInBackground(local_nightly, tmp_path_factory.mktemp("crash"))
     yield run
@@ -121,7 +121,7 @@ def _crash_run_started_with_the_session(request):
 def cluster_nightly(request, local_nightly, tmp_path_factory):
     """The nightly run on a standalone cluster (tests/test_standalone_cluster.py), in the background,
     after the local run and the crash run when the session has one (which waits for the local run)."""
-    from tests.test_standalone_cluster import ClusterNightlyInBackground
+    from tests.background_runs import ClusterNightlyInBackground
 
     after = local_nightly.wait
     if _collected_tests_use(request, "crash_run"):

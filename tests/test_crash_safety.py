@@ -5,75 +5,20 @@ killed run gets a warehouse of its own; it is killed, process group and all, whe
 progress line picked at random from the reference's (so any stage can be hit, and the seed in the
 failure message replays it), then run again to the end. Every table but `job_runs` must hold the
 reference's rows. The kill and the rerun take minutes: they start in the background as soon as the
-reference has ended (conftest `_crash_run_started_with_the_session`) and the test waits for them.
+reference has ended (tests/background_runs.py, started by conftest) and the test waits for them.
 bench/crash_safety.py does the same ten times and more (too slow for CI).
 """
 
 from __future__ import annotations
 
-import random
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import Row
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from jobs.tables import ensure_table
+from tests.background_runs import DATABASE
 from tests.delta_compare import differing_tables
-from tests.kill import progress_lines, run_until_progress_line
-from tests.test_standalone_cluster import (
-    DATABASE,
-    NIGHTLY_TIMEOUT_SECONDS,
-    NightlyRun,
-    Process,
-    nightly_command,
-    spark_environment,
-)
-
-
-@dataclass(frozen=True)
-class CrashRun:
-    context: str  # the seed and the line the run was killed at: enough to replay a failure
-    killed_at: str
-    rerun: Process
-    warehouse: Path
-
-
-class CrashRunInBackground:
-    """A run killed at a random progress line of the reference, then run again, in a thread of its own
-    that starts once the reference run has ended (the two would only slow each other down)."""
-
-    def __init__(self, reference_run: NightlyRun, workdir: Path) -> None:
-        self.reference_run, self.workdir = reference_run, workdir
-        self._rerun: Process | None = None
-        self._stopped = threading.Event()
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crash-run")
-        self._crash = executor.submit(self._kill_then_rerun)
-        executor.shutdown(wait=False)
-
-    def _kill_then_rerun(self) -> CrashRun:
-        reference = progress_lines(self.reference_run.outputs()[0])
-        seed = random.SystemRandom().randrange(1 << 32)
-        # The last line is the summary, written after every table: killing there would prove nothing.
-        kill_at = random.Random(seed).randrange(1, len(reference))
-        command, environment = nightly_command(self.workdir), spark_environment(self.workdir)
-        killed_at = run_until_progress_line(command, self.workdir / "killed.log", kill_at, env=environment)
-        context = f"seed {seed}: killed at progress line {kill_at} of {len(reference)} ({killed_at})"
-        if self._stopped.is_set():
-            raise RuntimeError(f"stopped before the rerun; {context}")
-        self._rerun = Process.start("rerun", command, self.workdir / "rerun.log", environment)
-        self._rerun.popen.wait(NIGHTLY_TIMEOUT_SECONDS)
-        return CrashRun(context, killed_at, self._rerun, self.workdir / "warehouse")
-
-    def result(self) -> CrashRun:
-        return self._crash.result(2 * NIGHTLY_TIMEOUT_SECONDS)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        if self._rerun is not None:
-            self._rerun.stop()
 
 
 def test_a_run_killed_at_a_random_point_then_run_again_leaves_the_uninterrupted_tables(spark, local_nightly, crash_run):

@@ -24,10 +24,10 @@ from pyspark.sql import functions as F
 
 from jobs.steps.views import SQL_DIR, VIEWS, create_views, database_identifier, view_statement
 from jobs.tables import sql_string_literal
+from tests.background_runs import CAPTURE, CLUSTER
+from tests.background_runs import DATABASE as NIGHTLY_DATABASE
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import delta_tables
-from tests.test_standalone_cluster import CAPTURE, CLUSTER
-from tests.test_standalone_cluster import DATABASE as NIGHTLY_DATABASE
 
 DATABASE = "groupscope_views"
 NO_CONSUMER = "-"  # kafka-consumer-groups' CONSUMER-ID for a partition nobody is assigned

@@ -14,8 +14,7 @@ import socket
 import subprocess
 from collections import defaultdict
 
-from tests.conftest import REPO_ROOT
-from tests.test_standalone_cluster import (
+from tests.background_runs import (
     CAPTURE,
     DATABASE,
     LOOPBACK,
@@ -24,6 +23,7 @@ from tests.test_standalone_cluster import (
     spark_environment,
     wait_until,
 )
+from tests.conftest import REPO_ROOT
 
 BEELINE_TIMEOUT_SECONDS = 300
 TIMELINE_COLUMNS = ("group_id", "generation", "member_count_after")

@@ -1,0 +1,317 @@
+"""The whole nightly job, run for real in the background while the other tests run: the local
+`spark-submit.sh nightly` of the quickstart capture (with a rival on its warehouse), a run killed part-way
+and run again, and a run on a standalone Spark cluster on loopback. conftest starts them with the
+session, in that order, and the tests that use them (test_standalone_cluster, test_crash_safety,
+test_locks, test_sql_views, test_thriftserver) wait for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+
+from jobs.locks import EXIT_BUSY
+from tests.conftest import REPO_ROOT
+from tests.kill import progress_lines, run_until_progress_line
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+LOOPBACK = "127.0.0.1"
+CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart"
+DATABASE = "groupscope_cluster"
+CLUSTER = "quickstart"
+NIGHTLY_APP_NAME = "groupscope-nightly"
+NIGHTLY_TIMEOUT_SECONDS = 1200  # a nightly run of this capture has taken 4 minutes on a busy two-core machine
+START_TIMEOUT_SECONDS = 180
+STOP_TIMEOUT_SECONDS = 30
+POLL_SECONDS = 0.5
+# A small capture on a small machine: few shuffle partitions. No web UI: runs side by side would
+# otherwise compete for port 4040 and up. The capture's end-offset snapshot is loaded, so lag and status
+# are computed and compared too.
+TEST_ENVIRONMENT = f"""\
+[spark.conf]
+"spark.sql.shuffle.partitions" = "2"
+"spark.default.parallelism" = "2"
+"spark.ui.enabled" = "false"
+
+[end_offsets]
+files = [{json.dumps(str(CAPTURE))}]
+"""
+
+
+@dataclass
+class Process:
+    """A process this test started, in a process group of its own, writing its output to `log`."""
+
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+    @classmethod
+    def start(cls, name: str, command: list[str], log: Path, env: dict[str, str]) -> Process:
+        with open(log, "wb") as output:
+            popen = subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT, start_new_session=True
+            )
+        return cls(name, popen, log)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def wait(self, timeout_seconds: float) -> None:
+        try:
+            code = self.popen.wait(timeout_seconds)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(f"{self.name} still running after {timeout_seconds} s:\n{self.log_tail()}") from None
+        assert code == 0, f"{self.name} exited with {code}:\n{self.log_tail()}"
+
+    def stop(self) -> None:
+        """SIGTERM to its group (the JVM and the processes it started), SIGKILL if it is still there."""
+        if self.popen.poll() is not None:
+            return
+        os.killpg(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(STOP_TIMEOUT_SECONDS)
+
+
+@dataclass
+class NightlyRun:
+    process: Process
+    warehouse: Path
+    # A second run started with it on the same warehouse (the local run only): one of the two must run
+    # and the other be refused (tests/test_locks.py), so whichever won holds the tables.
+    rival: Process | None = None
+
+    def wait(self) -> Path:
+        if self.rival is None:
+            self.process.wait(NIGHTLY_TIMEOUT_SECONDS)
+            return self.warehouse
+        codes = sorted(process.popen.wait(NIGHTLY_TIMEOUT_SECONDS) for process in (self.process, self.rival))
+        assert codes == [0, EXIT_BUSY], f"exit codes {codes}:\n{self.process.log_tail()}\n{self.rival.log_tail()}"
+        return self.warehouse
+
+    def outputs(self) -> dict[int, str]:
+        """Each process's output by its exit code, once both have ended."""
+        self.wait()
+        return {process.popen.returncode: process.log.read_text() for process in (self.process, self.rival)}
+
+
+def wait_until(condition: Callable[[], bool], what: str, process: Process) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not condition():
+        if process.popen.poll() is not None:
+            raise AssertionError(f"{process.name} exited before {what}:\n{process.log_tail()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no sign after {START_TIMEOUT_SECONDS} s that {what}:\n{process.log_tail()}")
+        time.sleep(POLL_SECONDS)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def spark_environment(workdir: Path) -> dict[str, str]:
+    environment = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_CONF_DIR": str(workdir),  # no stray spark-defaults.conf or spark-env.sh
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_LOCAL_DIRS": str(workdir / "local"),
+        "SPARK_DAEMON_MEMORY": "512m",
+        "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+    environment.pop("GROUPSCOPE_MASTER", None)
+    return environment
+
+
+def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
+    """`./spark-submit.sh [--master URL] nightly` on the capture into a warehouse of its own in `workdir`."""
+    environment_file = workdir / "test.toml"
+    environment_file.write_text(TEST_ENVIRONMENT)
+    return [
+        str(REPO_ROOT / "spark-submit.sh"),
+        *(["--master", master] if master else []),
+        "nightly",
+        "--conf",
+        str(environment_file),
+        "--warehouse",
+        str(workdir / "warehouse"),
+        "--database",
+        DATABASE,
+        "--cluster",
+        CLUSTER,
+        "--segments",
+        str(CAPTURE / "segments"),
+    ]
+
+
+def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
+    name = f"nightly on {master or 'the local master'}"
+    command = nightly_command(workdir, master)
+    return NightlyRun(
+        Process.start(name, command, workdir / "nightly.log", spark_environment(workdir)), workdir / "warehouse"
+    )
+
+
+_local_runs: dict[str, NightlyRun] = {}
+
+
+def local_nightly_run(tmp_path_factory) -> NightlyRun:
+    """The nightly run with the local master, started once per test session together with a rival on
+    the same warehouse: this module, the Thrift server, lock and crash tests all use it (a run costs
+    minutes on a small machine)."""
+    if CLUSTER not in _local_runs:
+        workdir = tmp_path_factory.mktemp("local-nightly")
+        run = start_nightly(workdir, master=None)
+        command, environment = nightly_command(workdir), spark_environment(workdir)
+        run.rival = Process.start("rival nightly", command, workdir / "rival.log", environment)
+        _local_runs[CLUSTER] = run
+    return _local_runs[CLUSTER]
+
+
+def master_state(ui_port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{ui_port}/json/", timeout=5) as response:
+            return json.load(response)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+
+
+def has_alive_worker(ui_port: int) -> bool:
+    state = master_state(ui_port)
+    return state is not None and any(worker["state"] == "ALIVE" for worker in state["workers"])
+
+
+@dataclass(frozen=True)
+class StandaloneCluster:
+    url: str
+    ui_port: int
+
+
+@contextlib.contextmanager
+def standalone_cluster(workdir: Path) -> Iterator[StandaloneCluster]:
+    """A master and a worker on loopback, stopped on leaving."""
+    environment = spark_environment(workdir)
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port, ui_port = free_port(), free_port()
+    master_class = "org.apache.spark.deploy.master.Master"
+    master_command = [spark_class, master_class, "--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui_port)]
+    master = Process.start("master", master_command, workdir / "master.log", environment)
+    worker = None
+    try:
+        wait_until(lambda: master_state(ui_port) is not None, "the master answers on its web port", master)
+        url = f"spark://{LOOPBACK}:{port}"
+        worker_command = [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK, "--webui-port", "0"]
+        worker_command += ["--cores", "2", "--memory", "1536m", "--work-dir", str(workdir / "work"), url]
+        worker = Process.start("worker", worker_command, workdir / "worker.log", environment)
+        wait_until(lambda: has_alive_worker(ui_port), "a worker is ALIVE at the master", worker)
+        yield StandaloneCluster(url, ui_port)
+    finally:
+        if worker is not None:
+            worker.stop()
+        master.stop()
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    warehouse: Path
+    applications: list[dict]  # the master's completed applications once the run had ended
+
+
+class ClusterNightlyInBackground:
+    """The nightly run on a standalone cluster, in a thread of its own that starts once `after` has
+    returned (runs started together would only slow each other down)."""
+
+    def __init__(self, after: Callable[[], object], workdir: Path) -> None:
+        self._after, self.workdir = after, workdir
+        self._nightly: NightlyRun | None = None
+        self._stopped = threading.Event()
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-run")
+        self._run = executor.submit(self._run_on_a_cluster)
+        executor.shutdown(wait=False)
+
+    def _run_on_a_cluster(self) -> ClusterRun:
+        with contextlib.suppress(Exception):  # what it waited for reports its own failure
+            self._after()
+        cluster_workdir = self.workdir / "cluster"
+        cluster_workdir.mkdir()
+        with standalone_cluster(cluster_workdir) as cluster:
+            if self._stopped.is_set():
+                raise RuntimeError("stopped before the nightly run started")
+            self._nightly = start_nightly(self.workdir, master=cluster.url)
+            try:
+                warehouse = self._nightly.wait()
+            finally:
+                self._nightly.process.stop()
+            return ClusterRun(warehouse, master_state(cluster.ui_port)["completedapps"])
+
+    def result(self) -> ClusterRun:
+        return self._run.result(2 * NIGHTLY_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._nightly is not None:
+            self._nightly.process.stop()
+
+
+@dataclass(frozen=True)
+class CrashRun:
+    context: str  # the seed and the line the run was killed at: enough to replay a failure
+    killed_at: str
+    rerun: Process
+    warehouse: Path
+
+
+class CrashRunInBackground:
+    """A run killed at a random progress line of the reference, then run again, in a thread of its own
+    that starts once the reference run has ended (the two would only slow each other down)."""
+
+    def __init__(self, reference_run: NightlyRun, workdir: Path) -> None:
+        self.reference_run, self.workdir = reference_run, workdir
+        self._rerun: Process | None = None
+        self._stopped = threading.Event()
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crash-run")
+        self._crash = executor.submit(self._kill_then_rerun)
+        executor.shutdown(wait=False)
+
+    def _kill_then_rerun(self) -> CrashRun:
+        reference = progress_lines(self.reference_run.outputs()[0])
+        seed = random.SystemRandom().randrange(1 << 32)
+        # The last line is the summary, written after every table: killing there would prove nothing.
+        kill_at = random.Random(seed).randrange(1, len(reference))
+        command, environment = nightly_command(self.workdir), spark_environment(self.workdir)
+        killed_at = run_until_progress_line(command, self.workdir / "killed.log", kill_at, env=environment)
+        context = f"seed {seed}: killed at progress line {kill_at} of {len(reference)} ({killed_at})"
+        if self._stopped.is_set():
+            raise RuntimeError(f"stopped before the rerun; {context}")
+        self._rerun = Process.start("rerun", command, self.workdir / "rerun.log", environment)
+        self._rerun.popen.wait(NIGHTLY_TIMEOUT_SECONDS)
+        return CrashRun(context, killed_at, self._rerun, self.workdir / "warehouse")
+
+    def result(self) -> CrashRun:
+        return self._crash.result(2 * NIGHTLY_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._rerun is not None:
+            self._rerun.stop()
