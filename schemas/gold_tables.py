@@ -269,7 +269,7 @@ lag_schema = StructType(
         _f("offset_lag", LongType(), False),  # max(0, end_offset - committed_offset)
         _f("is_committed_ahead", BooleanType(), False),  # committed > end offset (topic recreated, ...)
         _f("time_lag_seconds", DoubleType()),
-        _f("time_lag_method", StringType(), False),  # caught_up | interpolated | lower_bound | too_few_points
+        _f("time_lag_method", StringType(), False),  # caught_up | interpolated | lower_bound | too_few_points | committed_ahead
         _f("time_lag_uncertainty_seconds", DoubleType()),  # width of the end-offset interval interpolated in
     ]
 )
