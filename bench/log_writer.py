@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bench.batch_builder import COMMIT, Rec, batch_v2, frame_v2, marker_record
 from bench.simulate import Append
+from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 LINGER_MS = 5  # group.coordinator.append.linger.ms
@@ -30,7 +31,6 @@ DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms: the cleaner's delete ho
 CLEANER_LAG_MS = 60_000  # the cleaner runs this long after the segment rolled
 MAX_BATCH_RECORDS = 1_000
 NO_TIMESTAMP = -1
-TXN_COMMITTED, TXN_ABORTED, TXN_PENDING = "committed", "aborted", "pending"
 
 
 @dataclass(slots=True)

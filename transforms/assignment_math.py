@@ -28,9 +28,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.generations import INCARNATION, member_key
+from transforms.generations import INCARNATION, REBALANCE, member_key
 
-REBALANCE = ("cluster", "group_id", "incarnation", "generation")
 METHOD_EXACT, METHOD_LOWER_BOUND = "exact", "lower_bound"
 
 

@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas import gold_tables
+from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
 from transforms import ownership
 from transforms.generations import (
     GROUP,
@@ -32,14 +33,13 @@ from transforms.generations import (
     with_generation_sequence,
     with_incarnation,
 )
+from transforms.ownership import RECORD_CURRENT_MEMBER
 
 RECORD_GROUP_EPOCH = 3
 RECORD_PARTITION_METADATA = 4
 RECORD_MEMBER_METADATA = 5
 RECORD_TARGET_EPOCH = 6
 RECORD_TARGET_MEMBER = 7
-RECORD_CURRENT_MEMBER = 8
-RECORD_REGULAR_EXPRESSION = 16
 CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
 MEMBER_STATE_STABLE = 0  # type 8 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 
@@ -156,9 +156,9 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     owned = ownership.epoch_ownership(
         records, metadata.join(anchors.select(*ANCHOR, "next_anchor_offset"), on=list(ANCHOR), how="inner"), ANCHOR
     )
-    regexes = _latest_before(anchors, _of_type(records, RECORD_REGULAR_EXPRESSION), "regular_expression").select(
-        *ANCHOR, F.col("regular_expression").alias("subscribed_topic_regex"), "resolved_topics"
-    )
+    regexes = _latest_before(
+        anchors, _of_type(records, RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION), "regular_expression"
+    ).select(*ANCHOR, F.col("regular_expression").alias("subscribed_topic_regex"), "resolved_topics")
     subscribed = F.array_distinct(
         F.concat(F.coalesce("subscribed_topic_names", F.array()), F.coalesce("resolved_topics", F.array()))
     )

@@ -22,6 +22,7 @@ STATE_STABLE, STATE_EMPTY, STATE_DELETED = "stable", "empty", "deleted"
 LOG_ORDER = ("source_partition", "source_offset")
 GROUP = ("cluster", "group_id")
 INCARNATION = ("cluster", "group_id", "incarnation")
+REBALANCE = (*INCARNATION, "generation")  # a rebalance is keyed by the generation it produced
 MEMBER_FIELDS = [field.name for field in gold_tables.MEMBER.fields]
 
 

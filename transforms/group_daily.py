@@ -20,12 +20,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from transforms import status
-from transforms.generations import STATE_DELETED, STATE_EMPTY
+from transforms.generations import GROUP, STATE_DELETED, STATE_EMPTY
 from transforms.lag import P95
 from transforms.offsets import filter_uncounted_commits
 from transforms.timeline import latest_at_or_before
 
-GROUP = ("cluster", "group_id")
 GROUP_DAY = (*GROUP, "day")
 MICROS_PER_MINUTE = 60_000_000
 MICROS_PER_DAY = 86_400_000_000

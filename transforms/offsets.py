@@ -10,8 +10,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-TXN_COMMITTED = "committed"
+from transforms.decoder.log_transactions import TXN_COMMITTED
+
 OFFSET_KEY = ("cluster", "group_id", "topic", "partition")
+PARTITION = ("cluster", "topic", "partition")  # one partition of a cluster: the key of its end-offset snapshots
 
 
 def is_visible(txn_state: Column) -> Column:

@@ -19,9 +19,15 @@ from pyspark.sql import functions as F
 
 from schemas import gold_tables
 from transforms import assignment_math, departures
-from transforms.generations import GROUP_PROTOCOL_CONSUMER, INCARNATION, STATE_DELETED, log_window, member_key
+from transforms.generations import (
+    GROUP_PROTOCOL_CONSUMER,
+    INCARNATION,
+    REBALANCE,
+    STATE_DELETED,
+    log_window,
+    member_key,
+)
 
-REBALANCE = (*INCARNATION, "generation")
 PROTOCOL_EAGER = departures.PROTOCOL_EAGER
 PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER = "cooperative", "consumer"
 COOPERATIVE_ASSIGNORS = ("cooperative-sticky", "compatible", "sessioned")  # consumer; Connect (KIP-415, KIP-507)
