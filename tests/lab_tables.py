@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import GoldSettings, load_config
-from jobs.end_offsets import end_offset_file_rows
+from jobs.steps.end_offsets import end_offset_file_rows
 from jobs.steps.history import build_history
 from jobs.steps.ingest import read_inputs
 from jobs.steps.metrics import build_metrics

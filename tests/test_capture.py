@@ -33,11 +33,11 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
-from jobs.end_offsets import live_end_offsets, write_end_offsets
 from jobs.kafka_security import KafkaSettingsError, kafka_connection
 from jobs.runs import JobRun
 from jobs.steps.capture import capture, capture_settings
 from jobs.steps.decode import decode
+from jobs.steps.end_offsets import live_end_offsets, write_end_offsets
 from lab.broker import Broker, BrokerError, plain_jaas_config
 from lab.driver import Lab, ScenarioLog
 from lab.dump import parse_dump

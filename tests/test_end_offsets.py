@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.end_offsets import load_end_offset_files, snapshot_topics, write_end_offsets
 from jobs.runs import JobRun
+from jobs.steps.end_offsets import load_end_offset_files, snapshot_topics, write_end_offsets
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.spark

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from jobs.config import Config, resolve_path
-from jobs.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
 from jobs.kafka_security import capture_configured
 from jobs.runs import JobRun
 from jobs.steps.capture import capture
 from jobs.steps.decode import SILVER_SCHEMAS, decode
+from jobs.steps.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
 from jobs.steps.history import history
 from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
