@@ -26,7 +26,6 @@ from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, ensure_table
 from schemas.gold_tables import end_offsets_schema
 
-
 OFFSET_COMMITS = "offset_commits"
 SECTION = "end_offsets"
 END_OFFSET_FILE = "end_offsets.json"
