@@ -40,9 +40,9 @@ from jobs.session import build_session
 from jobs.steps.decode import decode
 from jobs.steps.ingest import ingest
 from jobs.tables import RAW_RECORDS
+from lab.broker import DUMP_LOG_SEGMENTS
 from transforms import silver
 
-DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
 CLUSTER, DATABASE = "bench", "bench"
 
 

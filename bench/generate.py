@@ -8,8 +8,8 @@ Writes under OUT (never into the repository):
 - `raw-table/part-NNNNN.parquet`: the same log as Spark's Kafka source lands it (key, value, topic,
   partition, offset, timestamp, timestampType; read_committed), the input of `--raw-table`;
 - `end_offsets.parquet/` and `end_offsets.json` (JSON lines): end-offset snapshots of every topic
-  partition (schemas.gold_tables.end_offsets_schema), matching the commits;
-- `topic_ids.parquet/`: topic id -> name (schemas.gold_tables.topic_ids_schema), for KIP-848 groups;
+  partition (schemas.ops.end_offsets_schema), matching the commits;
+- `topic_ids.parquet/`: topic id -> name (schemas.ops.topic_ids_schema), for KIP-848 groups;
 - `manifest.json`: parameters and counts (records by type, tombstones, transactions, batches, ...).
 
 The same arguments always give the same bytes. See bench/estate.py for the estate, bench/simulate.py

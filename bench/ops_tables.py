@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from jobs.config import load_config
 from jobs.session import build_session
 from jobs.tables import END_OFFSETS, TOPIC_IDS, ensure_table, replace_cluster_rows
-from schemas.gold_tables import end_offsets_schema, topic_ids_schema
+from schemas.ops import end_offsets_schema, topic_ids_schema
 
 
 def main(argv: Sequence[str] | None = None) -> int:

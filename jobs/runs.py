@@ -22,7 +22,7 @@ from jobs.config import REPO_ROOT, Config, parse_config
 from jobs.locks import EXIT_BUSY, RunLock, RunRefused
 from jobs.session import build_session
 from jobs.tables import cluster_rows, ensure_table, table_location
-from schemas.tables import job_runs_schema
+from schemas.ops import job_runs_schema
 
 JOB_RUNS = "job_runs"
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.config import Config
-from schemas import gold_tables
+from schemas import gold
 from transforms.schema_check import check_declared_types
 
 if TYPE_CHECKING:
@@ -109,14 +109,14 @@ def cluster_rows(spark: SparkSession, config: Config, name: str, schema: StructT
 
 def gold_rows(name: str, rows: DataFrame) -> DataFrame:
     """Rows in the gold table's column order, refused (SchemaMismatch) unless their types are the declared ones."""
-    declared = gold_tables.GOLD_SCHEMAS[name]
+    declared = gold.GOLD_SCHEMAS[name]
     return check_declared_types(rows.select(*declared.names), declared, name)
 
 
 def write_gold(spark: SparkSession, config: Config, run: JobRun, name: str, rows: DataFrame) -> DataFrame:
     """Replaces the cluster's rows of a gold table and returns them as read back (short lineage)."""
     table = config.table(name)
-    ensure_table(spark, table, gold_tables.GOLD_SCHEMAS[name], partition_by=("cluster",))
+    ensure_table(spark, table, gold.GOLD_SCHEMAS[name], partition_by=("cluster",))
     replace_cluster_rows(spark, table, gold_rows(name, rows), config.cluster)
     run.count_rows(name)
     return cluster_rows(spark, config, name)

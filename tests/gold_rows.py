@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from schemas import tables
+from schemas import silver
 
 CLUSTER = "c1"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -57,7 +57,7 @@ def commit(offset: int, seconds: float, group: str, topic: str, partition: int, 
 
 
 def commits(spark: SparkSession, rows: list[dict]) -> DataFrame:
-    return frame(spark, tables.offset_commits_schema, rows)
+    return frame(spark, silver.offset_commits_schema, rows)
 
 
 def partitions_text(assigned: Column) -> Column:
@@ -113,8 +113,8 @@ def group_record(group, offset, seconds, generation, members=(), assignor="range
 
 def group_tables(spark: SparkSession, records: list[tuple[dict, list[dict]]]) -> tuple[DataFrame, DataFrame]:
     """(group_metadata, group_members) silver frames from group_record() results."""
-    metadata = frame(spark, tables.group_metadata_schema, [record for record, _ in records])
-    members = frame(spark, tables.group_members_schema, [member for _, rows in records for member in rows])
+    metadata = frame(spark, silver.group_metadata_schema, [record for record, _ in records])
+    members = frame(spark, silver.group_members_schema, [member for _, rows in records for member in rows])
     return metadata, members
 
 

@@ -21,7 +21,7 @@ from jobs.steps.ingest import read_inputs
 from jobs.steps.metrics import build_metrics
 from jobs.tables import gold_rows, materialized
 from lab.broker import CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, CONSUMER_GROUP_SESSION_TIMEOUT_MS
-from schemas import gold_tables
+from schemas import ops
 from transforms import silver
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
@@ -71,7 +71,7 @@ def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, 
         "consumer_group_records": silver.filter_consumer_group_records(decoded),
         "quarantine": silver.filter_quarantine(decoded),
         "end_offsets": spark.createDataFrame(
-            [row for capture in captures for row in capture.end_offset_rows()], gold_tables.end_offsets_schema
+            [row for capture in captures for row in capture.end_offset_rows()], ops.end_offsets_schema
         ),
     }
 
@@ -83,7 +83,7 @@ def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, 
         consumer_session_timeout_ms=CONSUMER_GROUP_SESSION_TIMEOUT_MS,
         consumer_heartbeat_interval_ms=CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
     )
-    no_topic_ids = spark.createDataFrame([], gold_tables.topic_ids_schema)
+    no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     build_history(tables, no_topic_ids, settings, store)
     build_metrics(tables["offset_commits"], tables["end_offsets"], tables, settings, None, store)
     return tables

@@ -21,9 +21,9 @@ from pyspark.sql.types import StructType
 from bench.encoding import i16, i32, i64, string, tags, uvarint
 from bench.generate import main as generate
 from jobs.segment_files import read_paths
+from schemas.bronze import raw_records_schema
 from schemas.coordinator_records import OFFSET_COMMIT_VALUE
 from schemas.layouts import VersionRange
-from schemas.tables import raw_records_schema
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.test_generator import SAMPLE_ARGS
 from transforms import silver

@@ -6,7 +6,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from schemas import gold_tables, tables
+from schemas import gold, ops, silver
 from tests.gold_rows import (
     CLUSTER,
     at,
@@ -70,7 +70,7 @@ def test_classic_generations_show_gaps_empty_deletion_and_static_replacement(spa
         *expected.columns[:-2], members_text(F.col("members")).alias("members"), expected.columns[-1]
     )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
-    assert classic_rows.schema.names == gold_tables.generations_schema.names
+    assert classic_rows.schema.names == gold.generations_schema.names
 
 
 def test_assignments_are_valid_until_the_next_generation_and_keyed_by_instance(spark, classic_rows):
@@ -140,10 +140,10 @@ KIP848_HISTORY = [
 
 @pytest.fixture(scope="module")
 def kip848(spark):
-    records = frame(spark, tables.consumer_group_records_schema, KIP848_HISTORY)
+    records = frame(spark, silver.consumer_group_records_schema, KIP848_HISTORY)
     stock_commit = commits(spark, [commit(0, 0, "k", "stock", 0, 5, topic_id=STOCK)])
     topic_ids = spark.createDataFrame(
-        [(CLUSTER, AUDIT, "audit", "user"), (CLUSTER, ORDERS, "orders-renamed", "user")], gold_tables.topic_ids_schema
+        [(CLUSTER, AUDIT, "audit", "user"), (CLUSTER, ORDERS, "orders-renamed", "user")], ops.topic_ids_schema
     )
     names = epochs.topic_names(records, stock_commit, topic_ids).cache()
     return records, names

@@ -10,29 +10,30 @@ from jobs.config import GoldSettings
 from jobs.steps.history import build_history
 from jobs.steps.metrics import build_metrics
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, SILVER_INPUTS, gold_rows
-from schemas import gold_tables, tables
+from schemas import gold, ops
+from schemas import silver as silver_tables
 from transforms.schema_check import SchemaMismatch
 
 
 def test_each_history_and_metrics_transform_gives_its_declared_schema(spark):
     """Types are the plan's, so empty silver inputs show them; gold_rows refuses any difference."""
-    silver = {name: spark.createDataFrame([], getattr(tables, f"{name}_schema")) for name in SILVER_INPUTS}
+    silver = {name: spark.createDataFrame([], getattr(silver_tables, f"{name}_schema")) for name in SILVER_INPUTS}
     stored = {}
 
     def store(name, rows):
         stored[name] = gold_rows(name, rows)
-        assert stored[name].schema.names == gold_tables.GOLD_SCHEMAS[name].names
+        assert stored[name].schema.names == gold.GOLD_SCHEMAS[name].names
         return stored[name]
 
-    no_topic_ids = spark.createDataFrame([], gold_tables.topic_ids_schema)
+    no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     build_history(silver, no_topic_ids, GoldSettings(), store)
-    no_snapshots = spark.createDataFrame([], gold_tables.end_offsets_schema)
+    no_snapshots = spark.createDataFrame([], ops.end_offsets_schema)
     build_metrics(silver["offset_commits"], no_snapshots, stored, GoldSettings(), None, store)
     assert set(stored) == {*HISTORY_TABLES, *METRICS_TABLES}
 
 
 def test_a_gold_column_of_another_type_is_refused_not_cast(spark):
-    declared = gold_tables.GOLD_SCHEMAS["rebalance_frequency"]
+    declared = gold.GOLD_SCHEMAS["rebalance_frequency"]
     rows = spark.createDataFrame([], declared)
     assert gold_rows("rebalance_frequency", rows).schema == rows.schema
     wrong = rows.withColumn(declared.names[-1], F.lit("many"))

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.steps.decode import check_nothing_lost, decode
-from jobs.steps.ingest import ingest, inputs_may_repeat_records, read_partition_directories
 from jobs.runs import InvariantViolation, JobRun
 from jobs.segment_files import as_source_file, discover_partitions, read_paths
+from jobs.steps.decode import check_nothing_lost, decode
+from jobs.steps.ingest import ingest, inputs_may_repeat_records, read_partition_directories
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
 from transforms.bronze import arrow_batches

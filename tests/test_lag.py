@@ -6,7 +6,7 @@ import pytest
 from chispa import assert_approx_df_equality
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import ops
 from tests.gold_rows import CLUSTER, T0, at, commit, commits
 from transforms import lag
 
@@ -36,7 +36,7 @@ COMMITS = [
 def lag_rows(spark):
     end_offsets = spark.createDataFrame(
         [(CLUSTER, topic, p, offset, at(s)) for (topic, p), points in END_OFFSETS.items() for s, offset in points],
-        gold_tables.end_offsets_schema,
+        ops.end_offsets_schema,
     )
     return lag.lag(commits(spark, COMMITS), end_offsets).localCheckpoint()
 

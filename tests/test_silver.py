@@ -9,7 +9,8 @@ from chispa import assert_df_equality
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from bench.encoding import i16, i64, string
-from schemas import tables
+from schemas import bronze
+from schemas import silver as silver_tables
 from transforms import silver
 from transforms.schema_check import SchemaMismatch, check_declared_types
 
@@ -66,7 +67,7 @@ def raw(spark):
         raw_row(7, OFFSET_KEY, i16(3) + i64(1)),
         raw_row(8, None, b"\x00\x01", read_error="batch at position 0: CRC-32C mismatch"),
     ]
-    return spark.createDataFrame(rows, tables.raw_records_schema)
+    return spark.createDataFrame(rows, bronze.raw_records_schema)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +142,7 @@ def test_offset_commits_keep_versions_tombstones_and_txn_state(spark, decoded):
                 "aborted",
             ),
         ],
-        tables.offset_commits_schema,
+        silver_tables.offset_commits_schema,
     )
     assert_df_equality(silver.filter_offset_commits(decoded), expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -165,7 +166,7 @@ def test_group_metadata_members_and_assignments(spark, decoded):
             ("c1", "c1/12/3", 12, 3, AT, "my-group", 1, "consumer-1-0f3c", "orders", partition)
             for partition in (0, 1, 2)
         ],
-        tables.member_assignments_schema,
+        silver_tables.member_assignments_schema,
     )
     assert_df_equality(
         silver.explode_member_assignments(members), expected, ignore_row_order=True, ignore_nullable=True
@@ -221,15 +222,15 @@ def test_decoder_output_matches_its_declared_schema(decoded):
 
 # Each silver table and the transform that makes it from decoded rows.
 SILVER_TRANSFORMS = {
-    "offset_commits": (silver.filter_offset_commits, tables.offset_commits_schema),
-    "group_metadata": (silver.filter_group_metadata, tables.group_metadata_schema),
-    "group_members": (silver.explode_group_members, tables.group_members_schema),
+    "offset_commits": (silver.filter_offset_commits, silver_tables.offset_commits_schema),
+    "group_metadata": (silver.filter_group_metadata, silver_tables.group_metadata_schema),
+    "group_members": (silver.explode_group_members, silver_tables.group_members_schema),
     "member_assignments": (
         lambda decoded: silver.explode_member_assignments(silver.explode_group_members(decoded)),
-        tables.member_assignments_schema,
+        silver_tables.member_assignments_schema,
     ),
-    "consumer_group_records": (silver.filter_consumer_group_records, tables.consumer_group_records_schema),
-    "quarantine": (silver.filter_quarantine, tables.quarantine_schema),
+    "consumer_group_records": (silver.filter_consumer_group_records, silver_tables.consumer_group_records_schema),
+    "quarantine": (silver.filter_quarantine, silver_tables.quarantine_schema),
 }
 
 

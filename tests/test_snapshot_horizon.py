@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-from schemas import gold_tables
+from schemas import ops
 from tests.gold_rows import CLUSTER, at, commit, commits
 from transforms import lag, status
 from transforms.snapshot_horizon import records_seen_by_snapshots
@@ -36,7 +36,7 @@ def _records() -> list[dict]:
 @pytest.fixture(scope="module")
 def inputs(spark):
     end_offsets = spark.createDataFrame(
-        [(CLUSTER, "t", 0, 400 + int(seconds), at(seconds)) for seconds in SNAPSHOTS], gold_tables.end_offsets_schema
+        [(CLUSTER, "t", 0, 400 + int(seconds), at(seconds)) for seconds in SNAPSHOTS], ops.end_offsets_schema
     )
     offset_commits = commits(spark, _records())
     seen = records_seen_by_snapshots(

@@ -8,7 +8,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import ops
 from tests.gold_rows import CLUSTER, T0, at, commit, commits
 from transforms import group_daily, lag, status
 
@@ -67,7 +67,7 @@ COMMITS = [
 def evaluated(spark):
     end_offsets = spark.createDataFrame(
         [(CLUSTER, topic, p, offset, at(s)) for (topic, p), points in END_OFFSETS.items() for s, offset in points],
-        gold_tables.end_offsets_schema,
+        ops.end_offsets_schema,
     )
     offset_commits = commits(spark, COMMITS)
     lag_rows = lag.lag(offset_commits, end_offsets).localCheckpoint()
@@ -108,7 +108,7 @@ def test_each_snapshot_sees_the_last_slots_before_it_across_snapshots(spark):
     wherever they sit (one exactly at the snapshot, the rest before the previous snapshot)."""
     end_offsets = spark.createDataFrame(
         [(CLUSTER, "t", 0, offset, at(s)) for s, offset in [(0, 0), (3, 10), (4.5, 10), (10, 20), (30, 20)]],
-        gold_tables.end_offsets_schema,
+        ops.end_offsets_schema,
     )
     offset_commits = commits(
         spark,

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
-from schemas.tables import raw_records_schema
+from schemas.bronze import raw_records_schema
 from transforms.decoder.record_batches import LogRecord
 
 SOURCE_KIND_SEGMENT = "segment"

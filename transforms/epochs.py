@@ -22,7 +22,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import gold
 from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
 from transforms import ownership
 from transforms.generations import (
@@ -259,7 +259,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         .groupBy(*INCARNATION, F.col("group_epoch").alias("generation"))
         .agg(F.max("record_at").alias("join_completed_at"))
     )
-    no_members = F.array().cast(gold_tables.generations_schema["members"].dataType)
+    no_members = F.array().cast(gold.generations_schema["members"].dataType)
     epochs = (
         anchors.join(members, on=list(ANCHOR), how="left")
         .join(bumps, on=[*INCARNATION, "generation"], how="left")
@@ -276,7 +276,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
             F.coalesce("reconciled_at", F.when(F.col("members").isNull(), F.col("recorded_at"))).alias("reconciled_at"),
             F.lit(1).alias("record_count"),
             F.coalesce("members", no_members).alias("members"),
-            F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
+            F.array().cast(gold.generations_schema["static_replacements"].dataType).alias("static_replacements"),
             "source_partition",
             F.col("anchor_offset").alias("source_offset"),
         )
@@ -294,7 +294,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         F.lit(None).cast("timestamp").alias("reconciled_at"),
         F.lit(1).alias("record_count"),
         no_members.alias("members"),
-        F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
+        F.array().cast(gold.generations_schema["static_replacements"].dataType).alias("static_replacements"),
         *LOG_ORDER,
     )
     return with_generation_sequence(epochs.unionByName(deletions))

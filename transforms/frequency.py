@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import gold
 
 PERIOD_HOUR, PERIOD_DAY = "hour", "day"
 
@@ -35,5 +35,5 @@ def rebalance_frequency(rebalances: DataFrame, storm_rebalances_per_hour: int) -
         )
         .withColumns({"period": F.lit(PERIOD_DAY), "is_storm": F.col("storm_hour_count") > 0})
     )
-    columns = [field.name for field in gold_tables.rebalance_frequency_schema.fields]
+    columns = [field.name for field in gold.rebalance_frequency_schema.fields]
     return hours.select(*columns).unionByName(days.select(*columns))

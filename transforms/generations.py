@@ -1,6 +1,6 @@
 """Classic groups' generations (record type 2) and every generation's assignments, as gold rows.
 
-Grain of `generations`: one generation of one group incarnation (see schemas.gold_tables). Kafka writes
+Grain of `generations`: one generation of one group incarnation (see schemas.gold). Kafka writes
 a group record when a rebalance completes (leader's SyncGroup), when the group becomes Empty, when a
 static member is replaced (same generation, new member id: not a rebalance) and a tombstone when the
 group is deleted. Nothing is written when a rebalance starts, so a jump in generation numbers is a round
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import gold
 
 GROUP_PROTOCOL_CLASSIC = "classic"
 GROUP_PROTOCOL_CONSUMER = "consumer"
@@ -23,7 +23,7 @@ LOG_ORDER = ("source_partition", "source_offset")
 GROUP = ("cluster", "group_id")
 INCARNATION = ("cluster", "group_id", "incarnation")
 REBALANCE = (*INCARNATION, "generation")  # a rebalance is keyed by the generation it produced
-MEMBER_FIELDS = [field.name for field in gold_tables.MEMBER.fields]
+MEMBER_FIELDS = [field.name for field in gold.MEMBER.fields]
 
 
 def log_window(*keys: str) -> Window:
@@ -71,9 +71,7 @@ def _classic_partitions(assigned: Column) -> Column:
 
 def _members_by_record(group_members: DataFrame) -> DataFrame:
     """record_id -> the record's members in their written order."""
-    kip848_only = {
-        name: F.lit(None).cast(gold_tables.MEMBER[name].dataType) for name in ("target_partitions", "ownership")
-    }
+    kip848_only = {name: F.lit(None).cast(gold.MEMBER[name].dataType) for name in ("target_partitions", "ownership")}
     member = F.struct(
         *[F.col(name) for name in MEMBER_FIELDS if name not in ("assigned_partitions", *kip848_only)],
         _classic_partitions(F.coalesce("assigned_partitions", F.array())).alias("assigned_partitions"),
@@ -115,7 +113,7 @@ def _classic_records(group_metadata: DataFrame, group_members: DataFrame) -> Dat
     records = with_incarnation(group_metadata, F.col("is_tombstone")).join(
         _members_by_record(group_members), on=["cluster", "record_id"], how="left"
     )
-    no_members = F.array().cast(gold_tables.generations_schema["members"].dataType)
+    no_members = F.array().cast(gold.generations_schema["members"].dataType)
     previous_members = F.lag("members").over(log_window(*INCARNATION, "generation"))
     return records.withColumn("members", F.coalesce(F.col("members"), no_members)).withColumn(
         "replacements",
@@ -156,7 +154,7 @@ def _generation_rows(records: DataFrame) -> DataFrame:
         ).alias("first"),
         F.col("record_at").alias("last_recorded_at"),
         F.lit(1).alias("record_count"),
-        F.array().cast(gold_tables.generations_schema["static_replacements"].dataType).alias("static_replacements"),
+        F.array().cast(gold.generations_schema["static_replacements"].dataType).alias("static_replacements"),
     )
     return generations.unionByName(deletions).select(
         *INCARNATION,
@@ -192,7 +190,7 @@ def with_generation_sequence(rows: DataFrame) -> DataFrame:
             ),
             "member_count": F.size("members"),
         }
-    ).select(*[field.name for field in gold_tables.generations_schema.fields])
+    ).select(*[field.name for field in gold.generations_schema.fields])
 
 
 def classic_generations(group_metadata: DataFrame, group_members: DataFrame) -> DataFrame:

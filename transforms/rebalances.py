@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from schemas import gold_tables
+from schemas import gold
 from transforms import assignment_math, departures
 from transforms.generations import (
     GROUP_PROTOCOL_CONSUMER,
@@ -138,7 +138,7 @@ def _membership(rebalances: DataFrame) -> DataFrame:
     return rebalances.withColumns(
         {
             "members_joined": F.transform(
-                joined, lambda m: F.struct(*[m[f.name].alias(f.name) for f in gold_tables.MEMBER_REF.fields])
+                joined, lambda m: F.struct(*[m[f.name].alias(f.name) for f in gold.MEMBER_REF.fields])
             ),
             "left_members": F.filter("before_members", lambda b: ~F.array_contains(after_keys, member_key(b))),
             "static_replacements": F.filter(
@@ -197,7 +197,7 @@ def rebalances(
     after_members = framed.select(*REBALANCE, F.explode("members").alias("m")).select(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
     )
-    no_departures = F.array().cast(gold_tables.rebalances_schema["members_left"].dataType)
+    no_departures = F.array().cast(gold.rebalances_schema["members_left"].dataType)
     left = departures.members_left(
         framed, assignments, commits, departure_slack_ms, default_session_timeout_ms, default_heartbeat_interval_ms
     )

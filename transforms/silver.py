@@ -32,7 +32,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from schemas import tables
+from schemas import silver as silver_tables
 from schemas.coordinator_records import RECORD_TYPE_OFFSET_COMMIT, RECORD_TYPES
 from transforms.decoder.decode_rows import (
     DESTINATION_CONSUMER_GROUP_RECORD,
@@ -71,7 +71,7 @@ _MEMBER_CONTEXT = (
 _MEMBER = StructType(
     [
         _f(field.name, field.dataType)
-        for field in tables.group_members_schema.fields
+        for field in silver_tables.group_members_schema.fields
         if field.name not in _MEMBER_CONTEXT
     ]
 )
@@ -106,9 +106,9 @@ def _decoded_columns() -> list[StructField]:
         "capture_run_id": StringType(),
     }
     for schema in (
-        tables.offset_commits_schema,
-        tables.group_metadata_schema,
-        tables.consumer_group_records_schema,
+        silver_tables.offset_commits_schema,
+        silver_tables.group_metadata_schema,
+        silver_tables.consumer_group_records_schema,
     ):
         for field in schema.fields:
             if field.name in _TIMESTAMP_COLUMNS:
@@ -210,27 +210,27 @@ def _routed_to(destination: str) -> Column:
 
 def filter_offset_commits(decoded: DataFrame) -> DataFrame:
     return _select_as(
-        decoded.where(_routed_to(DESTINATION_OFFSET_COMMIT)), tables.offset_commits_schema, "offset_commits"
+        decoded.where(_routed_to(DESTINATION_OFFSET_COMMIT)), silver_tables.offset_commits_schema, "offset_commits"
     )
 
 
 def filter_group_metadata(decoded: DataFrame) -> DataFrame:
     return _select_as(
-        decoded.where(_routed_to(DESTINATION_GROUP_METADATA)), tables.group_metadata_schema, "group_metadata"
+        decoded.where(_routed_to(DESTINATION_GROUP_METADATA)), silver_tables.group_metadata_schema, "group_metadata"
     )
 
 
 def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
     return _select_as(
         decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)),
-        tables.consumer_group_records_schema,
+        silver_tables.consumer_group_records_schema,
         "consumer_group_records",
     )
 
 
 def filter_quarantine(decoded: DataFrame) -> DataFrame:
     """Quarantined rows, with their source file and capture run (carried by the decoder)."""
-    return _select_as(decoded.where(_routed_to(DESTINATION_QUARANTINE)), tables.quarantine_schema, "quarantine")
+    return _select_as(decoded.where(_routed_to(DESTINATION_QUARANTINE)), silver_tables.quarantine_schema, "quarantine")
 
 
 def explode_group_members(decoded: DataFrame) -> DataFrame:
@@ -240,7 +240,7 @@ def explode_group_members(decoded: DataFrame) -> DataFrame:
         .select("*", "member.*")
         .drop("member")
     )
-    return _select_as(members, tables.group_members_schema, "group_members")
+    return _select_as(members, silver_tables.group_members_schema, "group_members")
 
 
 def explode_member_assignments(group_members: DataFrame) -> DataFrame:
@@ -257,6 +257,6 @@ def explode_member_assignments(group_members: DataFrame) -> DataFrame:
             F.explode("assigned_partitions").alias("assigned"),
         )
         .select("*", F.col("assigned.topic").alias("topic"), F.explode("assigned.partitions").alias("partition"))
-        .select(*[field.name for field in tables.member_assignments_schema.fields])
+        .select(*[field.name for field in silver_tables.member_assignments_schema.fields])
     )
-    return check_declared_types(assignments, tables.member_assignments_schema, "member_assignments")
+    return check_declared_types(assignments, silver_tables.member_assignments_schema, "member_assignments")

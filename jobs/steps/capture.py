@@ -39,7 +39,7 @@ from jobs.kafka_security import (
 )
 from jobs.runs import JobRun
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, merge_new_rows
-from schemas.tables import raw_records_schema
+from schemas.bronze import raw_records_schema
 from transforms.captured_offsets import kafka_raw_rows
 
 # Spark's admin-based offset reader drops internal topics (ConsumerStrategy.retrieveAllPartitions filters

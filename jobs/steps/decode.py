@@ -9,18 +9,18 @@ from pyspark.sql import functions as F
 from jobs.config import Config
 from jobs.runs import InvariantViolation, JobRun
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, replace_cluster_rows
-from schemas import tables
+from schemas import silver as silver_tables
 from transforms import silver
 
 TYPED_TABLES = ("offset_commits", "group_metadata", "consumer_group_records")
 LANDING_TABLES = (*TYPED_TABLES, "quarantine")  # every raw record lands in exactly one
 SILVER_SCHEMAS = {
-    "offset_commits": tables.offset_commits_schema,
-    "group_metadata": tables.group_metadata_schema,
-    "group_members": tables.group_members_schema,
-    "member_assignments": tables.member_assignments_schema,
-    "consumer_group_records": tables.consumer_group_records_schema,
-    "quarantine": tables.quarantine_schema,
+    "offset_commits": silver_tables.offset_commits_schema,
+    "group_metadata": silver_tables.group_metadata_schema,
+    "group_members": silver_tables.group_members_schema,
+    "member_assignments": silver_tables.member_assignments_schema,
+    "consumer_group_records": silver_tables.consumer_group_records_schema,
+    "quarantine": silver_tables.quarantine_schema,
 }
 
 

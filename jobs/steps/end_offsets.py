@@ -24,7 +24,7 @@ from jobs.kafka_security import (
 )
 from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, ensure_table
-from schemas.gold_tables import end_offsets_schema
+from schemas.ops import end_offsets_schema
 
 OFFSET_COMMITS = "offset_commits"
 SECTION = "end_offsets"

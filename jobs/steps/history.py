@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
 from jobs.tables import SILVER_INPUTS, TOPIC_IDS, Materialize, cluster_rows, materialized, write_gold
-from schemas import gold_tables
+from schemas import ops
 from transforms import assignment_math, epochs, frequency, generations, offsets, rebalances
 
 
@@ -46,7 +46,7 @@ def build_history(
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     build_history(
         {name: cluster_rows(spark, config, name) for name in SILVER_INPUTS},
-        cluster_rows(spark, config, TOPIC_IDS, gold_tables.topic_ids_schema),
+        cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema),
         config.gold_settings(),
         lambda name, rows: write_gold(spark, config, run, name, rows),
     )

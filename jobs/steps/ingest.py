@@ -12,7 +12,7 @@ from jobs.config import Config
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
 from jobs.tables import RAW_RECORDS, ensure_table, merge_new_rows
-from schemas.tables import raw_records_schema
+from schemas.bronze import raw_records_schema
 from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
 from transforms.decoder.record_batches import partition_from_path
 

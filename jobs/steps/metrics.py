@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, Materialize, cluster_rows, table_location, write_gold
-from schemas import gold_tables
+from schemas import gold, ops
 from transforms import group_daily, lag, snapshot_horizon, status
 
 
@@ -71,10 +71,10 @@ def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
         run.inputs = [*run.inputs, table_location(spark, config.table(END_OFFSETS))]
     build_metrics(
         cluster_rows(spark, config, "offset_commits"),
-        cluster_rows(spark, config, END_OFFSETS, gold_tables.end_offsets_schema),
+        cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema),
         {
-            "generations": cluster_rows(spark, config, "generations", gold_tables.generations_schema),
-            "rebalances": cluster_rows(spark, config, "rebalances", gold_tables.rebalances_schema),
+            "generations": cluster_rows(spark, config, "generations", gold.generations_schema),
+            "rebalances": cluster_rows(spark, config, "rebalances", gold.rebalances_schema),
         },
         config.gold_settings(),
         config.run_date,

@@ -1,0 +1,63 @@
+"""Delta table schemas of the ops layer: what the jobs record about their runs, and the inputs gold
+reads besides silver (end-offset snapshots, topic ids).
+
+Each constant states its grain. Timestamps are Spark TIMESTAMPs (UTC) ending in `_at`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+from schemas.columns import column
+
+# ops: one run of a job, with the counts that prove nothing was lost.
+job_runs_schema = StructType(
+    [
+        column("run_id", StringType(), False),
+        column("job", StringType(), False),
+        column("cluster", StringType()),
+        column("started_at", TimestampType(), False),
+        column("finished_at", TimestampType()),
+        column("outcome", StringType(), False),  # succeeded | failed | refused (another run held the lock)
+        column("inputs", ArrayType(StringType())),
+        column("raw_count", LongType()),
+        column("decoded_count", LongType()),
+        column("quarantined_count", LongType()),
+        column("counts_json", StringType()),  # per-table and per-stage counts
+        column("message", StringType()),
+        column("duration_seconds", DoubleType()),
+        column("run_date", DateType()),  # --run-date, when given
+    ]
+)
+
+# ops: one end-offset (log end offset) snapshot of one partition, e.g. from AdminClient.listOffsets
+# (OffsetSpec.latest) taken by a capture job. The lag and status metrics are evaluated at these times.
+end_offsets_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("topic", StringType(), False),
+        column("partition", IntegerType(), False),
+        column("end_offset", LongType(), False),
+        column("observed_at", TimestampType(), False),
+    ]
+)
+
+# ops: one topic id -> name pair for KIP-848 assignments (keyed by topic id). Provided by the user or
+# listed from the cluster at capture time (`source` = 'user' | 'cluster').
+topic_ids_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("topic_id", StringType(), False),  # Kafka's base64 Uuid form, as in consumer_group_records
+        column("topic", StringType(), False),
+        column("source", StringType(), False),
+    ]
+)
