@@ -14,7 +14,7 @@ records runs) must then hold exactly the reference's rows, compared row by row. 
 5 trials = 10 kills. Each kill prints the last progress line before it. Exits 1 on any difference.
 Killing at a line rather than a time keeps the kills inside the run on a machine whose speed varies.
 The input is the environment file's (by default the quick-start sample and its end offsets).
-Too slow for the test suite; tests/test_crash_safety.py kills one run in CI.
+Too slow for the test suite; tests/integration/test_crash_safety.py kills one run in CI.
 """
 
 from __future__ import annotations

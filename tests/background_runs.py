@@ -97,7 +97,7 @@ class NightlyRun:
     process: Process
     warehouse: Path
     # A second run started with it on the same warehouse (the local run only): one of the two must run
-    # and the other be refused (tests/test_locks.py), so whichever won holds the tables.
+    # and the other be refused (tests/integration/test_locks.py), so whichever won holds the tables.
     rival: Process | None = None
 
     def wait(self) -> Path:

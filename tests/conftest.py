@@ -100,7 +100,7 @@ def _local_nightly_started_with_the_session(request, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def crash_run(local_nightly, tmp_path_factory):
-    """A nightly run killed part-way and run again (tests/test_crash_safety.py), in the background."""
+    """A nightly run killed part-way and run again (tests/integration/test_crash_safety.py), in the background."""
     from tests.background_runs import CrashRunInBackground
 
     run = CrashRunInBackground(local_nightly, tmp_path_factory.mktemp("crash"))
@@ -119,7 +119,7 @@ def _crash_run_started_with_the_session(request):
 
 @pytest.fixture(scope="session")
 def cluster_nightly(request, local_nightly, tmp_path_factory):
-    """The nightly run on a standalone cluster (tests/test_standalone_cluster.py), in the background,
+    """The nightly run on a standalone cluster (tests/integration/test_standalone_cluster.py), in the background,
     after the local run and the crash run when the session has one (which waits for the local run)."""
     from tests.background_runs import ClusterNightlyInBackground
 

@@ -13,8 +13,11 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from jobs.segment_files import read_paths
 from lab.broker import DUMP_LOG_SEGMENTS, JARS
 from lab.dump import parse_dump
+from transforms.decoder.coordinator_records import decode_record
+from transforms.decoder.decode_rows import to_jsonable
 
 # Fields only groupscope adds next to what Kafka prints (the decoded assignor user data, beside the
 # `user_data` bytes Kafka prints; the decoded Connect payloads, beside the `subscription`/`assignment`
@@ -90,3 +93,31 @@ def strip_payload_versions(value: dict | None) -> dict | None:
             if isinstance(member.get(payload), dict):
                 member[payload].pop("version", None)
     return value
+
+
+def ours_by_position(files: list[Path]) -> dict[tuple[str, int], dict]:
+    decoded = {}
+    for record in read_paths([str(file) for file in files]):
+        assert record.error is None, record.error
+        result = decode_record(record.key, record.value)
+        assert result.error is None, f"{record.source_file}@{record.offset}: {result.error}"
+        value = strip_payload_versions(without_extras(to_jsonable(result.value)))
+        decoded[(str(Path(record.source_file).resolve()), record.offset)] = {
+            "record_type": result.record_type,
+            "key": result.key,
+            "value": value,
+            "value_version": result.value_version,
+        }
+    return decoded
+
+
+def parse_describe(text: str) -> list[dict]:
+    """Rows of kafka-consumer-groups' tables as dicts keyed by the column headers."""
+    rows, header = [], None
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "GROUP":
+            header = fields
+        elif header and len(fields) == len(header):
+            rows.append(dict(zip(header, fields, strict=True)))
+    return rows

@@ -37,7 +37,7 @@ between producer and snapshot hosts. written_at lies in (l.time, r.time]. Hence,
   caught_up:     exact (0: nothing to consume at the snapshot)
 Interpolation assumes nothing about how records spread over (l.time, r.time]: a burst anywhere in it
 can be at either end, so the bound is the interval's width however steady production is. Snapshot
-more often to narrow it (tests/test_time_lag_truth.py checks it on every lab capture).
+more often to narrow it (tests/spark/test_time_lag_truth.py checks it on every lab capture).
 """
 
 from __future__ import annotations

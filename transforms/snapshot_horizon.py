@@ -7,7 +7,7 @@ against every few minutes), so most commits are never seen by either. `records_s
 keeps, per group partition, the records in each snapshot's own bucket (it may hold commits on both
 sides of the snapshot) and in the `intervals` non-empty buckets before it, and drops the rest before
 either table sorts them. It is a filter in front of their unchanged code: their rows are the
-same with or without it (tests/test_snapshot_horizon.py).
+same with or without it (tests/spark/test_snapshot_horizon.py).
 
 Why this keeps everything they can see, for a group partition without tombstones:
 - `lag`: the latest record at or before a snapshot is in the snapshot's bucket or in the non-empty

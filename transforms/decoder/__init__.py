@@ -10,5 +10,5 @@ decoded record into a silver row. Bad bytes in either layer are one `errors.Corr
 (where, expected, found).
 
 `jobs.dump` uses it with no JVM; `transforms.silver` runs it inside Spark over Arrow batches.
-Importing this package never loads pyspark (tests/test_decoder_package.py).
+Importing this package never loads pyspark (tests/unit/test_decoder_package.py).
 """

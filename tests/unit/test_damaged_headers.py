@@ -21,7 +21,7 @@ from jobs.dump import dump_lines, main
 from transforms.bronze import raw_batch
 from transforms.decoder.record_batches import LogRecord, read_segment_bytes
 
-CAPTURES = Path(__file__).parent / "captures"
+CAPTURES = Path(__file__).parent.parent / "captures"
 SEGMENTS = sorted(
     path for path in CAPTURES.glob("kafka-*/*/segments/__consumer_offsets-*/*.log") if path.stat().st_size
 )

@@ -1,7 +1,7 @@
 """End-offset snapshots from files (the lab captures' end_offsets.json) into `end_offsets`, loaded once
 however often they are given, and how a live snapshot picks its topics.
 
-The live snapshot through Kafka's AdminClient is tested against a real broker in tests/test_capture.py,
+The live snapshot through Kafka's AdminClient is tested against a real broker in tests/integration/test_capture.py,
 where it shares that module's broker and its secured listener.
 """
 

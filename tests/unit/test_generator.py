@@ -24,12 +24,10 @@ from bench.generate import main as generate
 from jobs.segment_files import read_paths
 from lab.dump import parse_dump
 from tests.conftest import REPO_ROOT
-from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
-from tests.test_kafka_oracle import ours_by_position
+from tests.generated_sample import SAMPLE_ARGS
+from tests.kafka_oracle import kafka_by_position, ours_by_position, run_dump_log_segments
 from transforms.decoder.coordinator_records import decode_record
 
-SAMPLE_ARGS = ["--groups", "40", "--topics", "24", "--max-partitions", "6", "--churn-minutes", "2",
-               "--window-seconds", "900", "--compression", "mixed", "--snapshots", "12", "--workers", "1"]  # fmt: skip
 _BATCH = re.compile(
     r"^baseOffset: \d+ .* deleteHorizonMs: (?P<horizon>\S+) .* compresscodec: (?P<codec>\w+) .* isvalid: (?P<valid>\w+)"
 )

@@ -25,7 +25,7 @@ from schemas.bronze import raw_records_schema
 from schemas.coordinator_records import OFFSET_COMMIT_VALUE
 from schemas.layouts import VersionRange
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
-from tests.test_generator import SAMPLE_ARGS
+from tests.generated_sample import SAMPLE_ARGS
 from transforms import silver
 from transforms.decoder.decode_rows import decode_raw_row
 

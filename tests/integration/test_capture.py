@@ -42,7 +42,7 @@ from lab.broker import Broker, BrokerError, plain_jaas_config
 from lab.driver import Lab, ScenarioLog
 from lab.dump import parse_dump
 from tests.conftest import REPO_ROOT
-from tests.test_lab_broker import parse_describe
+from tests.kafka_oracle import parse_describe
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 

@@ -14,6 +14,7 @@ import pytest
 from lab.broker import JARS, REPO_ROOT, Broker, BrokerError, dump_offsets
 from lab.driver import Lab, ScenarioLog
 from lab.dump import parse_dump
+from tests.kafka_oracle import parse_describe
 
 pytestmark = pytest.mark.broker
 
@@ -22,18 +23,6 @@ TOPIC = "lab-orders"
 PARTITIONS = 3
 RECORDS = 30
 METADATA = "lab-test:batch-1"
-
-
-def parse_describe(text: str) -> list[dict]:
-    """Rows of kafka-consumer-groups' tables as dicts keyed by the column headers."""
-    rows, header = [], None
-    for line in text.splitlines():
-        fields = line.split()
-        if fields and fields[0] == "GROUP":
-            header = fields
-        elif header and len(fields) == len(header):
-            rows.append(dict(zip(header, fields, strict=True)))
-    return rows
 
 
 def test_kafka_jars_are_installed():

@@ -140,7 +140,7 @@ def groups_with_history(capture: Capture) -> list[str]:
 
 
 # kip848-handover's race epoch never settles (the newcomer waits on a dead member until it is fenced), so
-# its groups have more epochs than settled states: tests/test_kip848_ownership.py checks them epoch by epoch.
+# its groups have more epochs than settled states: tests/spark/test_kip848_ownership.py checks them epoch by epoch.
 PER_EPOCH_ONLY = ("kip848-handover",)
 CASES = [
     (capture, group)

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.segment_files import read_paths
 from lab.broker import KAFKA_VERSIONS
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
-from tests.kafka_oracle import kafka_by_position, run_dump_log_segments, strip_payload_versions, without_extras
-from transforms.decoder.coordinator_records import decode_record
-from transforms.decoder.decode_rows import to_jsonable
+from tests.kafka_oracle import (
+    kafka_by_position,
+    ours_by_position,
+    run_dump_log_segments,
+)
 
 CAPTURES = REPO_ROOT / "tests" / "captures"
 # The release of the DumpLogSegments that run_dump_log_segments runs (jvm/kafka-4/jars).
@@ -56,22 +57,6 @@ def test_every_capture_is_compared_with_a_kafka_at_least_as_new_as_its_writer():
     writers = {capture.parent.name.removeprefix("kafka-") for capture in CAPTURES.glob("kafka-*/*")}
     too_new = sorted(writer for writer in writers if release(writer) > release(ORACLE_RELEASE))
     assert not too_new, f"captures of Kafka {too_new} need their own DumpLogSegments, not {ORACLE_RELEASE}'s"
-
-
-def ours_by_position(files: list[Path]) -> dict[tuple[str, int], dict]:
-    decoded = {}
-    for record in read_paths([str(file) for file in files]):
-        assert record.error is None, record.error
-        result = decode_record(record.key, record.value)
-        assert result.error is None, f"{record.source_file}@{record.offset}: {result.error}"
-        value = strip_payload_versions(without_extras(to_jsonable(result.value)))
-        decoded[(str(Path(record.source_file).resolve()), record.offset)] = {
-            "record_type": result.record_type,
-            "key": result.key,
-            "value": value,
-            "value_version": result.value_version,
-        }
-    return decoded
 
 
 @pytest.mark.parametrize("name", sorted(SEGMENT_SETS))

@@ -1,7 +1,7 @@
 """The streams capture (a real Kafka Streams 4.2.1 application on a real 4.2.1 broker, lab/scenarios/streams.py)
 holds what the decoder must get right, and agrees with what the instances themselves reported.
 
-tests/test_kafka_oracle.py compares every record of this capture with Kafka's DumpLogSegments; these
+tests/unit/test_kafka_oracle.py compares every record of this capture with Kafka's DumpLogSegments; these
 tests make sure the capture keeps the cases that comparison is there for: type 22 records whose standby
 tasks carry no `assignmentEpochs` on the wire (which Kafka reads as an empty list), and a deleted group.
 """
