@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Apache Airflow into its own venv, .venv-airflow, idempotently: for the DAG tests (tests/test_dags.py)
+# Installs Apache Airflow into its own venv, .venv-airflow, idempotently: for the DAG tests (tests/integration/test_dags.py)
 # and for trying the DAGs locally. Airflow cannot share .venv with the jobs: its Spark provider brings
 # `pyspark-client`, which installs the same `pyspark` package as the jobs' pinned pyspark, without the jars.
 # The DAGs use BashOperator from the standard provider that Airflow ships, so no Spark provider is needed.
