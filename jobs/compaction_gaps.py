@@ -20,7 +20,7 @@ from jobs.kafka_security import (
     close_quietly,
     java_properties,
 )
-from transforms.captured_offsets import missing_offset_ranges, partition_spans
+from transforms.bronze import missing_offset_ranges, partition_spans
 
 GAP_KINDS = ("compaction_gaps", "transaction_markers", "aborted_records", "gaps_unclassified")
 

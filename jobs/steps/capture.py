@@ -40,7 +40,7 @@ from jobs.kafka_security import (
 from jobs.runs import JobRun
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, merge_new_rows
 from schemas.bronze import raw_records_schema
-from transforms.captured_offsets import kafka_raw_rows
+from transforms.bronze import kafka_raw_rows
 
 # Spark's admin-based offset reader drops internal topics (ConsumerStrategy.retrieveAllPartitions filters
 # isInternal); the consumer-based one reads assigned partitions of any topic, with the consumer's isolation

@@ -10,7 +10,7 @@ from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
 from jobs.tables import SILVER_INPUTS, TOPIC_IDS, Materialize, cluster_rows, materialized, write_gold
 from schemas import ops
-from transforms import assignment_math, epochs, frequency, generations, offsets, rebalances
+from transforms.gold import assignment_math, epochs, frequency, generations, offsets, rebalances
 
 
 def build_history(

@@ -12,7 +12,7 @@ from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, Materialize, cluster_rows, table_location, write_gold
 from schemas import gold, ops
-from transforms import group_daily, lag, snapshot_horizon, status
+from transforms.gold import group_daily, lag, snapshot_horizon, status
 
 
 def build_metrics(

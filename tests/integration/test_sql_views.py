@@ -44,7 +44,7 @@ CAUSES_BY_NOTE = (
 HOW_BY_CAUSE = {"member_left_after_timeout": "timeout", "member_left_cleanly": "clean"}
 # A KIP-848 member's leave heartbeat and its fencing at session timeout write the same tombstones; only its
 # silence before the rebalance tells them apart, and an idle member is silent either way
-# (transforms/departures.py). So for KIP-848 the timeline must name the member that left, not how.
+# (transforms/gold/departures.py). So for KIP-848 the timeline must name the member that left, not how.
 KIP848_DEPARTURE_CAUSES = {*HOW_BY_CAUSE, "member_left"}
 
 

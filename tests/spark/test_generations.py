@@ -19,7 +19,7 @@ from tests.gold_rows import (
     origin,
     partitions_text,
 )
-from transforms import epochs, generations
+from transforms.gold import epochs, generations
 
 
 def classic(offset, seconds, generation, members=(), **extra):

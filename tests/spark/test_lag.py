@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from schemas import ops
 from tests.gold_rows import CLUSTER, T0, at, commit, commits
-from transforms import lag
+from transforms.gold import lag
 
 END_OFFSETS = {  # (topic, partition) -> [(seconds, end offset)]
     ("t", 0): [(0, 0), (10, 100), (20, 200)],  # steady production

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from tests.gold_rows import at, commit, commits, group_tables, map_text
 from tests.gold_rows import group_record as record
-from transforms import assignment_math, frequency, generations, offsets, rebalances
+from transforms.gold import assignment_math, frequency, generations, offsets, rebalances
 
 BOTH = ["orders", "stock"]
 CRASH = {  # assignor -> (generation 1 with C1-C3, generation 2 after C3 crashed)
@@ -192,8 +192,8 @@ def test_rebalance_frequency_flags_storm_hours_and_days(spark, rebalanced):
 
 
 def test_commit_times_around_probes_give_the_lookups_every_commit_gives(spark):
-    from transforms.departures import commit_times_around
-    from transforms.timeline import earliest_after, latest_at_or_before
+    from transforms.gold.departures import commit_times_around
+    from transforms.gold.timeline import earliest_after, latest_at_or_before
 
     seconds = [5, 20, 40, 55, 90, 130, 135, 140, 170, 190, 230]  # minute 0: four; minute 2: four, never probed
     all_commits = commits(spark, [commit(i, s, "g", "t", 0, i) for i, s in enumerate(seconds)]).select(

@@ -8,8 +8,8 @@ from chispa import assert_df_equality
 
 from schemas import ops
 from tests.gold_rows import CLUSTER, at, commit, commits
-from transforms import lag, status
-from transforms.snapshot_horizon import records_seen_by_snapshots
+from transforms.gold import lag, status
+from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 
 INTERVALS = 3
 MIN_DISTANCE_MS = 1000

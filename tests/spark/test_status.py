@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from schemas import ops
 from tests.gold_rows import CLUSTER, T0, at, commit, commits
-from transforms import group_daily, lag, status
+from transforms.gold import group_daily, lag, status
 
 INTERVALS = 3
 RING = "array<struct<offset:bigint,ts:timestamp,lag:bigint>>"

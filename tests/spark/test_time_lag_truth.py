@@ -6,7 +6,7 @@ The lab snapshotted the consumed topics' end offsets about every second througho
 (record_timestamps.json). At a snapshot taken at time S, a group whose committed offset is c has not
 consumed the record at offset c (the next one it reads; if c holds no record, e.g. a transaction marker,
 the first record after it); the true time lag is S - that record's timestamp, and 0 when c is at or past
-the snapshot's end offset (nothing to consume). Gold `lag` must be within the bound transforms/lag.py
+the snapshot's end offset (nothing to consume). Gold `lag` must be within the bound transforms/gold/lag.py
 states for each method:
   interpolated: |time_lag_seconds - truth| <= time_lag_uncertainty_seconds + D
   lower_bound:  time_lag_seconds <= truth + D
@@ -28,7 +28,7 @@ from collections import defaultdict
 from pyspark.sql import functions as F
 
 from tests.lab_tables import Capture, all_captures
-from transforms import lag as lag_transform
+from transforms.gold import lag as lag_transform
 
 PRODUCE_SLACK_MS = 100
 CAPTURES = all_captures()

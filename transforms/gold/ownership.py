@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.generations import INCARNATION
+from transforms.gold.generations import INCARNATION
 
 RECORD_CURRENT_MEMBER = 8
 MEMBER = (*INCARNATION, "member_id")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.generations import INCARNATION, REBALANCE, member_key
+from transforms.gold.generations import INCARNATION, REBALANCE, member_key
 
 METHOD_EXACT, METHOD_LOWER_BOUND = "exact", "lower_bound"
 

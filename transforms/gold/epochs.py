@@ -8,7 +8,7 @@ group's members (latest type 5 of each live member) as of the type 6 record, the
 (current assignment, type 8) when the epoch ended, i.e. before the next type 6, and their target
 partitions (latest type 7). Members reconcile at different moments, and a newcomer targeted a crashed
 member's partitions owns them only once that member is fenced: ownership, not the target, is what
-moved (see transforms.ownership). Members leave through tombstones of types 8, 7, 5; the group is deleted through a
+moved (see transforms.gold.ownership). Members leave through tombstones of types 8, 7, 5; the group is deleted through a
 type 3 tombstone.
 
 Partitions are keyed by topic id. `topic_names` resolves ids to names from, in order of trust: the
@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 
 from schemas import gold
 from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
-from transforms import ownership
-from transforms.generations import (
+from transforms.gold import ownership
+from transforms.gold.generations import (
     GROUP,
     GROUP_PROTOCOL_CONSUMER,
     INCARNATION,
@@ -33,7 +33,7 @@ from transforms.generations import (
     with_generation_sequence,
     with_incarnation,
 )
-from transforms.ownership import RECORD_CURRENT_MEMBER
+from transforms.gold.ownership import RECORD_CURRENT_MEMBER
 
 RECORD_GROUP_EPOCH = 3
 RECORD_PARTITION_METADATA = 4
@@ -137,7 +137,7 @@ def _named_partitions(assigned: Column, names: Column) -> Column:
 
 def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame) -> DataFrame:
     """(anchor, member) rows: the member's metadata, regex-resolved subscription, the partitions it owned
-    when the epoch ended (current assignment, see transforms.ownership) and its target partitions."""
+    when the epoch ended (current assignment, see transforms.gold.ownership) and its target partitions."""
     metadata = _latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
         *ANCHOR,
         "member_id",

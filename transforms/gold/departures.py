@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from transforms.generations import INCARNATION, REBALANCE, member_key
-from transforms.offsets import OFFSET_KEY
-from transforms.timeline import earliest_after, latest_at_or_before
+from transforms.gold.generations import INCARNATION, REBALANCE, member_key
+from transforms.gold.offsets import OFFSET_KEY
+from transforms.gold.timeline import earliest_after, latest_at_or_before
 
 HOW_CLEAN, HOW_TIMEOUT, HOW_UNKNOWN = "clean", "timeout", "unknown"
 PAUSE_COMMIT_GAP = "commit_gap"

@@ -45,8 +45,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
-from transforms.timeline import latest_at_or_before
+from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
+from transforms.gold.timeline import latest_at_or_before
 
 METHOD_CAUGHT_UP, METHOD_INTERPOLATED = "caught_up", "interpolated"
 METHOD_LOWER_BOUND, METHOD_TOO_FEW_POINTS, METHOD_COMMITTED_AHEAD = "lower_bound", "too_few_points", "committed_ahead"

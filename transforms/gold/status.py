@@ -33,8 +33,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
-from transforms.timeline import latest_at_or_before
+from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
+from transforms.gold.timeline import latest_at_or_before
 
 OK, WARN, STOP, STALL, REWIND, ERR = "OK", "WARN", "STOP", "STALL", "REWIND", "ERR"
 SEVERITY = {OK: 0, WARN: 1, ERR: 2}

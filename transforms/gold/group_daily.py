@@ -19,11 +19,11 @@ from datetime import date
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from transforms import status
-from transforms.generations import GROUP, STATE_DELETED, STATE_EMPTY
-from transforms.lag import P95
-from transforms.offsets import filter_uncounted_commits
-from transforms.timeline import latest_at_or_before
+from transforms.gold import status
+from transforms.gold.generations import GROUP, STATE_DELETED, STATE_EMPTY
+from transforms.gold.lag import P95
+from transforms.gold.offsets import filter_uncounted_commits
+from transforms.gold.timeline import latest_at_or_before
 
 GROUP_DAY = (*GROUP, "day")
 MICROS_PER_MINUTE = 60_000_000

@@ -18,8 +18,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas import gold
-from transforms import assignment_math, departures
-from transforms.generations import (
+from transforms.gold import assignment_math, departures
+from transforms.gold.generations import (
     GROUP_PROTOCOL_CONSUMER,
     INCARNATION,
     REBALANCE,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from chispa import assert_df_equality
 
-from transforms.captured_offsets import kafka_raw_rows, missing_offset_ranges, partition_spans
+from transforms.bronze import kafka_raw_rows, missing_offset_ranges, partition_spans
 
 AT = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 OFFSETS = "source_partition int, source_offset long"

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records, is_visible
+from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records, is_visible
 
 _SNAPSHOT, _RECORD = 0, 1  # a snapshot sorts before the records of its bucket when walking back in time
 
