@@ -91,9 +91,16 @@ class JobRun:
         return error is not None and isinstance(error, Exception)
 
     def _write_traceback(self, error_type, error, traceback) -> str:
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        """Where the traceback went: its file, or the console when the file cannot be written (the
+        failure being reported must not be replaced by this one)."""
+        text = "".join(tracebacks.format_exception(error_type, error, traceback))
         path = LOG_DIR / f"{self.run_id}.log"
-        path.write_text("".join(tracebacks.format_exception(error_type, error, traceback)))
+        try:
+            LOG_DIR.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        except OSError as unwritable:
+            print(text, file=sys.stderr, flush=True)
+            return f"the console above; {path} could not be written: {unwritable.strerror}"
         return str(path)
 
     def _record(self, outcome: str, message: str | None) -> None:
@@ -124,12 +131,12 @@ class JobRun:
 Step = Callable[[SparkSession, Config, JobRun], None]
 
 
-def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str, exclusive: bool = True) -> int:
+def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str) -> int:
     """A job's whole `main()`: its checked command line, one session, one recorded run, the exit code."""
     config = parse_config(argv, description, job)
     spark = build_session(config, f"groupscope-{job.replace('_', '-')}")
     try:
-        with JobRun(spark, config, job, exclusive) as run:
+        with JobRun(spark, config, job) as run:
             step(spark, config, run)
         return run.exit_code
     finally:
