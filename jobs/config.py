@@ -77,6 +77,8 @@ class Config:
     raw_table_paths: tuple[str, ...]
     raw_table_format: str
     run_date: date | None = None
+    # Rebuild every derived table from what raw_records holds, instead of continuing from the tables.
+    full: bool = False
     source_files: tuple[Path, ...] = field(default=())
     # Every merged section, for the jobs whose settings live in their own section ([gold], [capture], ...).
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -107,7 +109,9 @@ def resolve_path(path: str) -> str:
     return str(REPO_ROOT / path)
 
 
-def load_config(env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None) -> Config:
+def load_config(
+    env_file: Path | None = None, overrides: Mapping | None = None, run_date: date | None = None, full: bool = False
+) -> Config:
     files = [DEFAULTS_FILE, env_file or DEFAULT_ENV_FILE]
     defaults, *environment = [_read_toml(path) for path in files]
     for path, settings in zip(files[1:], environment, strict=True):
@@ -129,6 +133,7 @@ def load_config(env_file: Path | None = None, overrides: Mapping | None = None, 
         raw_table_paths=tuple(resolve_path(path) for path in inputs["raw_table_paths"]),
         raw_table_format=inputs["raw_table_format"],
         run_date=run_date,
+        full=full,
         source_files=tuple(files),
         sections=MappingProxyType(merged),
     )
@@ -203,6 +208,11 @@ def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:
     arguments.add_argument("--raw-table", nargs="*", dest="raw_tables", help="override input.raw_table_paths")
     arguments.add_argument("--raw-table-format", choices=("parquet", "delta", "json"))
     arguments.add_argument("--run-date", type=_run_date, help="the day this run is for (YYYY-MM-DD)")
+    arguments.add_argument(
+        "--full",
+        action="store_true",
+        help="rebuild silver and gold from what raw_records holds now, not only what is new (also the upgrade path)",
+    )
     return arguments
 
 
@@ -220,7 +230,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         overrides["input"]["raw_table_paths"] = args.raw_tables
     if args.raw_table_format:
         overrides["input"]["raw_table_format"] = args.raw_table_format
-    return load_config(args.conf, overrides, args.run_date)
+    return load_config(args.conf, overrides, args.run_date, args.full)
 
 
 class _OneLineParser(argparse.ArgumentParser):

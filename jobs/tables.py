@@ -31,13 +31,28 @@ METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_
 _DELTA_VERSION_FILE = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[\w-]+)?\.parquet)|_last_checkpoint")
 
 
-def ensure_table(spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = ()) -> None:
+CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
+
+
+def ensure_table(
+    spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = (), change_feed: bool = False
+) -> None:
+    """Creates the table if it does not exist. `change_feed`: the table is a later step's input, which
+    reads only what changed since its last run through Delta's Change Data Feed (turned on for a table
+    an earlier version created without it; its readers then start from scratch once)."""
+    exists = spark.catalog.tableExists(name)
     builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
-    if not spark.catalog.tableExists(name) and (committed := _committed_location(spark, name)):
+    if not exists and (committed := _committed_location(spark, name)):
         builder = builder.location(committed)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
+    if change_feed:
+        builder = builder.property(CHANGE_FEED_PROPERTY, "true")
     builder.execute()
+    if change_feed and exists:
+        properties = DeltaTable.forName(spark, name).detail().first().properties
+        if properties.get(CHANGE_FEED_PROPERTY) != "true":
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{CHANGE_FEED_PROPERTY}' = 'true')")
 
 
 def _committed_location(spark: SparkSession, name: str) -> str | None:
