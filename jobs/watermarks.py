@@ -1,0 +1,117 @@
+"""What a step has covered of its input tables, kept in the commits of the tables it writes.
+
+A step that continues from its last run (decode from raw_records, history and metrics from silver)
+needs to know which versions of its inputs its outputs already hold. That note travels inside each
+output commit, as the commit's `userMetadata`: the rows and the note commit together or not at all, so
+a crash can never leave one without the other, and there is no side file to fall out of step.
+
+A note is JSON: {"groupscope": step, "cluster": cluster, "covered": {input table: version}}. Reading
+it is a scan of the table's history for the newest note of that step and cluster. Delta keeps history
+for `delta.logRetentionDuration` (30 days by default), and every run of a step notes every table it
+owns, so the newest note is always at most one run old.
+
+What changed in an input since a version comes from Delta's Change Data Feed (`changes_since`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.tables import sql_string_literal
+
+# Spark's session setting that Delta copies into the userMetadata of every commit made while it is set.
+_COMMIT_NOTE_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+# Delta skips a commit that adds and removes nothing; a note with no new rows must still be committed.
+_RECORD_EMPTY_COMMITS_CONF = "spark.databricks.delta.skipRecordingEmptyCommits"
+CHANGE_INSERT, CHANGE_UPDATE, CHANGE_DELETE = "insert", "update_postimage", "delete"
+
+
+def note(step: str, cluster: str, covered: Mapping[str, int]) -> str:
+    return json.dumps({"groupscope": step, "cluster": cluster, "covered": dict(covered)}, sort_keys=True)
+
+
+def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
+    """The input versions the newest commit of `step` for `cluster` to `table` noted; None when no such
+    commit is in the table's history (never written by the step, or a table from an earlier version)."""
+    if not spark.catalog.tableExists(table):
+        return None
+    notes = (
+        DeltaTable.forName(spark, table)
+        .history()
+        .where(F.col("userMetadata").isNotNull())
+        .orderBy(F.col("version").desc())
+        .select("userMetadata")
+        .collect()
+    )
+    for row in notes:
+        try:
+            parsed = json.loads(row["userMetadata"])
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and parsed.get("groupscope") == step and parsed.get("cluster") == cluster:
+            return {name: int(version) for name, version in parsed["covered"].items()}
+    return None
+
+
+def current_version(spark: SparkSession, table: str) -> int:
+    return DeltaTable.forName(spark, table).history(1).select("version").first()["version"]
+
+
+@contextmanager
+def noting(spark: SparkSession, commit_note: str) -> Iterator[None]:
+    """Every Delta commit made inside carries `commit_note` (MERGE and DELETE have no writer option)."""
+    spark.conf.set(_COMMIT_NOTE_CONF, commit_note)
+    try:
+        yield
+    finally:
+        spark.conf.unset(_COMMIT_NOTE_CONF)
+
+
+def write_noted(rows: DataFrame, location: str, commit_note: str, replace_cluster: str | None = None) -> None:
+    """Appends `rows` to the Delta table at `location` (or atomically replaces `replace_cluster`'s rows)
+    in one commit carrying `commit_note`, committed even when there are no rows: the note must move on."""
+    spark = rows.sparkSession
+    writer = rows.write.format("delta").option("userMetadata", commit_note)
+    if replace_cluster is None:
+        writer = writer.mode("append")
+    else:
+        writer = writer.mode("overwrite").option("replaceWhere", f"cluster = {sql_string_literal(replace_cluster)}")
+    spark.conf.set(_RECORD_EMPTY_COMMITS_CONF, "false")
+    try:
+        writer.save(location)
+    finally:
+        spark.conf.unset(_RECORD_EMPTY_COMMITS_CONF)
+
+
+# Delta's errors for a feed that does not cover the range: never on, turned on later, or log cleaned up.
+_NO_CHANGES_ERRORS = ("DELTA_MISSING_CHANGE_DATA", "DELTA_LOG_FILE_NOT_FOUND", "DELTA_CHANGE_DATA_FILE_NOT_FOUND")
+
+
+class ChangesUnavailable(Exception):
+    """The Change Data Feed does not reach back to the version asked for: the reader starts from scratch."""
+
+
+def changes_since(spark: SparkSession, table: str, covered: int, until: int) -> DataFrame:
+    """Rows inserted, updated (their new image) or deleted in `table` after version `covered`, up to
+    `until`, with `_change_type` and `_commit_version`. Raises ChangesUnavailable when the feed was not
+    on for part of that range (a table made by an earlier version) or its files were vacuumed."""
+    try:
+        changes = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", covered + 1)
+            .option("endingVersion", until)
+            .table(table)
+        )
+        changes.schema  # noqa: B018 -- resolving the plan is what checks the range
+    except Exception as error:
+        if any(code in str(error) for code in _NO_CHANGES_ERRORS):
+            raise ChangesUnavailable(f"{table}: no change data feed from version {covered + 1}") from error
+        raise
+    return changes.where(F.col("_change_type") != F.lit("update_preimage"))
