@@ -73,20 +73,25 @@ def noting(spark: SparkSession, commit_note: str) -> Iterator[None]:
         spark.conf.unset(_COMMIT_NOTE_CONF)
 
 
-def write_noted(rows: DataFrame, location: str, commit_note: str, replace_cluster: str | None = None) -> None:
-    """Appends `rows` to the Delta table at `location` (or atomically replaces `replace_cluster`'s rows)
-    in one commit carrying `commit_note`, committed even when there are no rows: the note must move on."""
+def write_noted(rows: DataFrame, location: str, commit_note: str, replace_where: str | None = None) -> None:
+    """Appends `rows` to the Delta table at `location` (or atomically replaces the rows matching the SQL
+    predicate `replace_where`) in one commit carrying `commit_note`, committed even when there are no
+    rows: the note must move on. `cluster_predicate` makes the predicate for one cluster's rows."""
     spark = rows.sparkSession
     writer = rows.write.format("delta").option("userMetadata", commit_note)
-    if replace_cluster is None:
+    if replace_where is None:
         writer = writer.mode("append")
     else:
-        writer = writer.mode("overwrite").option("replaceWhere", f"cluster = {sql_string_literal(replace_cluster)}")
+        writer = writer.mode("overwrite").option("replaceWhere", replace_where)
     spark.conf.set(_RECORD_EMPTY_COMMITS_CONF, "false")
     try:
         writer.save(location)
     finally:
         spark.conf.unset(_RECORD_EMPTY_COMMITS_CONF)
+
+
+def cluster_predicate(cluster: str) -> str:
+    return f"cluster = {sql_string_literal(cluster)}"
 
 
 # Delta's errors for a feed that does not cover the range: never on, turned on later, or log cleaned up.
