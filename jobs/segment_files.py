@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path, PurePosixPath
 
@@ -88,14 +88,32 @@ def _directory_order(directory: str) -> tuple:
 
 def _segment_order(path: str) -> tuple:
     """Segment files sort by the base offset in their 20-digit names; other names after them, by path."""
-    match = _SEGMENT_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1])
-    return (0, int(match.group(1)), path) if match else (1, 0, path)
+    base_offset = segment_base_offset(path)
+    return (0, base_offset, path) if base_offset is not None else (1, 0, path)
 
 
 def as_source_file(path: str) -> str:
     """How raw_records names a segment file: a local one as `file:/absolute/path`, the form the
     binaryFile reader of earlier versions stored, so that record ids of unreadable bytes stay stable."""
     return path if is_uri(path) else "file:" + os.path.abspath(path)
+
+
+def segment_base_offset(path: str) -> int | None:
+    """The base offset in a segment file's 20-digit name; None for other names."""
+    match = _SEGMENT_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else None
+
+
+def read_file_range(path: str, start: int, length: int) -> tuple[bytes, int]:
+    """Up to `length` bytes of a file from `start`, and the file's size."""
+    if not is_uri(path):
+        with open(path.removeprefix("file:"), "rb") as file:
+            file.seek(start)
+            return file.read(length), os.fstat(file.fileno()).st_size
+    filesystem, inner = _filesystem(path)
+    with filesystem.open_input_file(inner) as file:
+        file.seek(start)
+        return file.read(length), file.size()
 
 
 def read_file_bytes(path: str) -> bytes:
@@ -106,9 +124,13 @@ def read_file_bytes(path: str) -> bytes:
         return stream.read()
 
 
-def read_partition_files(files: Sequence[str]) -> Iterator[LogRecord]:
-    """The records of ONE partition's segment files, in base-offset order, one file in memory at a time."""
-    return read_partition((path, read_file_bytes(path)) for path in sorted(map(str, files), key=_segment_order))
+def read_partition_files(files: Sequence[str], starts: Mapping[str, int] | None = None) -> Iterator[LogRecord]:
+    """The records of ONE partition's segment files, in base-offset order, one file in memory at a time;
+    a file in `starts` from that batch boundary on."""
+    starts = starts or {}
+    return read_partition(
+        (path, read_file_bytes(path), starts.get(path, 0)) for path in sorted(map(str, files), key=_segment_order)
+    )
 
 
 def read_paths(paths: Sequence[str | PathLike[str]]) -> Iterator[LogRecord]:

@@ -6,20 +6,24 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import Config
+from jobs.ingest_plan import FileRead, ReadPlan, file_states, holds_other_sources, plan_reads
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
-from jobs.tables import RAW_RECORDS, ensure_table, merge_new_rows
+from jobs.tables import RAW_RECORDS, ensure_table, sql_string_literal, table_location
 from schemas.bronze import raw_records_schema
 from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
+from transforms.decoder.log_record import LogRecord
+from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING
 from transforms.decoder.record_batches import partition_from_path
 
 
 def read_partition_directories(
     spark: SparkSession,
-    partitions: Sequence[Sequence[str]],
+    partitions: Sequence[Sequence[str | FileRead]],
     cluster: str,
     capture_run_id: str,
     records_per_batch: int = RECORDS_PER_BATCH,
@@ -29,24 +33,37 @@ def read_partition_directories(
     One task per directory reads its files itself, in log order (so transaction markers apply across
     its segments), and streams its records out in bounded batches: file contents never pass through
     Spark rows or a shuffle, so neither the JVM nor Python holds more than one file and one batch.
+    A `FileRead` reads a file on from where an earlier run left it: of the records it re-reads, only
+    those whose transaction has resolved since come out again.
     """
-    partitions = [list(files) for files in partitions]
+    partitions = [[read if isinstance(read, FileRead) else FileRead(read) for read in files] for files in partitions]
 
     def read_tasks(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for task_batch in tasks:
             for task in task_batch.column("id").to_pylist():
-                records = read_partition_files(partitions[task])
-                yield from arrow_batches(records, cluster, capture_run_id, records_per_batch)
+                reads = {read.path: read for read in partitions[task]}
+                records = read_partition_files(list(reads), {path: read.start for path, read in reads.items()})
+                fresh = (record for record in records if _is_news(record, reads[record.source_file]))
+                yield from arrow_batches(fresh, cluster, capture_run_id, records_per_batch)
 
     tasks = spark.range(0, len(partitions), 1, numPartitions=max(len(partitions), 1))
     return with_record_at(tasks.mapInArrow(read_tasks, raw_rows_schema))
 
 
-def read_inputs(spark: SparkSession, config: Config, run_id: str) -> DataFrame | None:
+def _is_news(record: LogRecord, read: FileRead) -> bool:
+    """A record raw_records lacks, or holds as pending while its marker has now been read."""
+    is_known = record.batch_position is not None and record.batch_position <= read.known_through
+    return not is_known or record.txn_state in (TXN_COMMITTED, TXN_ABORTED)
+
+
+def read_inputs(spark: SparkSession, config: Config, run_id: str, plan: ReadPlan | None = None) -> DataFrame | None:
+    """Every input's raw_records rows; segment files as `plan` says (all of every file without one)."""
     frames = []
-    partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
-    if partitions:
-        frames.append(read_partition_directories(spark, partitions, config.cluster, run_id))
+    if plan is None:
+        partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
+        plan = ReadPlan([[FileRead(path) for path in files] for files in partitions])
+    if plan.partitions:
+        frames.append(read_partition_directories(spark, plan.partitions, config.cluster, run_id))
     for path in config.raw_table_paths:
         is_json = config.raw_table_format == "json"
         landed = spark.read.format(config.raw_table_format).load(path)
@@ -72,15 +89,47 @@ def inputs_may_repeat_records(config: Config) -> bool:
 
 
 def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
-    """Returns the number of raw records now held for the cluster."""
+    """Adds what the inputs hold that raw_records does not; returns the number of raw records now held
+    for the cluster. (--full rebuilds what is derived from raw_records; raw_records itself only grows.)"""
     table = config.table(RAW_RECORDS)
-    ensure_table(spark, table, raw_records_schema, partition_by=("cluster",))
-    rows = read_inputs(spark, config, run.run_id)
+    ensure_table(spark, table, raw_records_schema, partition_by=("cluster",), change_feed=True)
+    partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
+    states = file_states(spark, config)
+    plan = plan_reads(partitions, states)
+    if partitions:
+        run.progress("ingest", plan.summary())
+    rows = read_inputs(spark, config, run.run_id, plan)
     run.inputs = [*config.segment_paths, *config.raw_table_paths]
-    if rows is not None:
-        # Two copies of one record (a backup and the live log) are one record. Finding them shuffles and
-        # sorts every row, so it is done only where copies can exist.
-        if inputs_may_repeat_records(config):
-            rows = rows.dropDuplicates(["cluster", "record_id"])
-        merge_new_rows(spark, table, rows, ["cluster", "record_id"])
+    if rows is None:
+        return run.count_rows(RAW_RECORDS)
+    # Two copies of one record (a backup and the live log, a file read again) are one record. Finding
+    # them joins the rows with the whole table, so it is done only where copies can exist; otherwise
+    # the only records held already are pending ones whose transaction has resolved, or none.
+    if plan.repeats_records or inputs_may_repeat_records(config) or holds_other_sources(spark, config):
+        rows = rows.dropDuplicates(["cluster", "record_id"])
+        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
+    elif plan.has_pending:
+        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=True)
+    else:
+        rows.write.format("delta").mode("append").save(table_location(spark, table))
     return run.count_rows(RAW_RECORDS)
+
+
+def merge_raw_rows(spark: SparkSession, table: str, rows: DataFrame, cluster: str, only_pending_matches: bool) -> None:
+    """Inserts the records the table lacks and stamps held pending ones with their resolved state.
+
+    `only_pending_matches`: no row can repeat a held record other than a pending one, so only the
+    table's files with pending records are joined (Delta skips the others by their statistics).
+    """
+    target_scope = f"target.cluster = {sql_string_literal(cluster)}"
+    if only_pending_matches:
+        target_scope += f" AND target.txn_state = '{TXN_PENDING}'"
+    resolved = f"target.txn_state = '{TXN_PENDING}' AND source.txn_state IN ('{TXN_COMMITTED}', '{TXN_ABORTED}')"
+    (
+        DeltaTable.forName(spark, table)
+        .alias("target")
+        .merge(rows.alias("source"), f"{target_scope} AND target.record_id = source.record_id")
+        .whenMatchedUpdate(condition=resolved, set={"txn_state": "source.txn_state"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )

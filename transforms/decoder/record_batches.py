@@ -72,9 +72,10 @@ def _batch_error(reason: str, raw: bytes, partition, source_file, pos: int, offs
         source_file, f"{message}: {reason}", raw)  # fmt: skip
 
 
-def _segment_batches(data: bytes, partition: int | None, source_file: str | None) -> Iterator[list]:
-    """Per batch, in file order: its records, its transaction markers, or one error item."""
-    pos, size = 0, len(data)
+def _segment_batches(data: bytes, partition: int | None, source_file: str | None, start: int = 0) -> Iterator[list]:
+    """Per batch, in file order from position `start` (a batch boundary): its records, its transaction
+    markers, or one error item."""
+    pos, size = start, len(data)
     resume = None  # after damage: (next sound batch or the file's end, whether lengths lead there)
     while pos < size:
         # log.preallocate=true leaves a zero-filled tail after the last batch: no data, not damage.
@@ -145,14 +146,17 @@ def read_segment_bytes(
     return resolve_transactions(_segment_batches(bytes(data), partition, source_file))
 
 
-def read_partition(segments: Iterable[tuple[str, bytes]]) -> Iterator[LogRecord]:
+def read_partition(segments: Iterable[tuple[str, bytes] | tuple[str, bytes, int]]) -> Iterator[LogRecord]:
     """The segments of ONE partition, as (path, bytes) in log order, transactions resolved across them.
+    A third item, a batch boundary, reads the segment from there on (what an earlier run left unread).
 
     Each segment's bytes are taken when its turn comes, so a lazy iterable keeps one file in memory;
     only records waiting on an open transaction are held. The path names the partition (its
     `__consumer_offsets-N` directory) and the records' `source_file`.
     """
     batches = (
-        batch for path, data in segments for batch in _segment_batches(bytes(data), partition_from_path(path), path)
+        batch
+        for path, data, *start in segments
+        for batch in _segment_batches(bytes(data), partition_from_path(path), path, *start)
     )
     return resolve_transactions(batches)
