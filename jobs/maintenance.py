@@ -9,9 +9,9 @@ Settings, `[maintenance]`:
   Delta refuses less than 168 hours unless its safety check is turned off, which this job never does:
   a reader of a week-old version, or a run still writing, must not lose its files.
 - `raw_retention_days`: 0 (the default) keeps every raw record; otherwise this cluster's raw records
-  older than that are deleted. Decoded tables and history are rebuilt from raw records, so after the
-  next nightly the history starts at the new oldest record (and segment files still on disk would
-  be ingested again: delete those first).
+  older than that are deleted, except each segment file's last batch (where the next ingest reads on
+  from) and records of transactions still pending. Silver and gold keep every row derived from them:
+  nightlies only add to them. Only `nightly --full` rebuilds from raw, and then covers what raw holds.
 Run it weekly, never at the same time as nightly: it holds the cluster's lock like every writing job.
 """
 

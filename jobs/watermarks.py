@@ -36,27 +36,34 @@ def note(step: str, cluster: str, covered: Mapping[str, int]) -> str:
     return json.dumps({"groupscope": step, "cluster": cluster, "covered": dict(covered)}, sort_keys=True)
 
 
-def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
-    """The input versions the newest commit of `step` for `cluster` to `table` noted; None when no such
-    commit is in the table's history (never written by the step, or a table from an earlier version)."""
+def notes(spark: SparkSession, table: str, step: str, cluster: str) -> list[tuple[int, dict[str, int]]]:
+    """(version, covered) of every commit of `step` for `cluster` still in the table's history, newest first."""
     if not spark.catalog.tableExists(table):
-        return None
-    notes = (
+        return []
+    commits = (
         DeltaTable.forName(spark, table)
         .history()
         .where(F.col("userMetadata").isNotNull())
         .orderBy(F.col("version").desc())
-        .select("userMetadata")
+        .select("version", "userMetadata")
         .collect()
     )
-    for row in notes:
+    found = []
+    for row in commits:
         try:
             parsed = json.loads(row["userMetadata"])
         except ValueError:
             continue
         if isinstance(parsed, dict) and parsed.get("groupscope") == step and parsed.get("cluster") == cluster:
-            return {name: int(version) for name, version in parsed["covered"].items()}
-    return None
+            found.append((row["version"], {name: int(value) for name, value in parsed["covered"].items()}))
+    return found
+
+
+def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
+    """The input versions the newest commit of `step` for `cluster` to `table` noted; None when no such
+    commit is in the table's history (never written by the step, or a table from an earlier version)."""
+    found = notes(spark, table, step, cluster)
+    return found[0][1] if found else None
 
 
 def current_version(spark: SparkSession, table: str) -> int:

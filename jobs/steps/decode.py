@@ -6,9 +6,20 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs import raw_changes
 from jobs.config import Config
+from jobs.raw_changes import RETIRED_ID_SUM, RETIRED_RECORDS, retention_versions
 from jobs.runs import InvariantViolation, JobRun
-from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, replace_cluster_rows
+from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, table_location
+from jobs.watermarks import (
+    ChangesUnavailable,
+    changes_since,
+    cluster_predicate,
+    covered_versions,
+    current_version,
+    note,
+    write_noted,
+)
 from schemas import silver as silver_tables
 from transforms import silver
 
@@ -24,9 +35,83 @@ SILVER_SCHEMAS = {
 }
 
 
+DECODE = "decode"
+
+
 def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
-    raw = cluster_rows(spark, config, RAW_RECORDS)
-    # Two passes over raw_records: the common offset commits (nearly every record, decoded by Spark
+    """Decodes the raw records no earlier run decoded (every one with --full, or for tables that have
+    never been decoded into) and checks that nothing was lost."""
+    raw_table = config.table(RAW_RECORDS)
+    until = current_version(spark, raw_table)
+    for name, schema in SILVER_SCHEMAS.items():
+        ensure_table(spark, config.table(name), schema, partition_by=("cluster",), change_feed=True)
+    covered = {name: covered_versions(spark, config.table(name), DECODE, config.cluster) for name in SILVER_SCHEMAS}
+    if config.full or any(versions is None for versions in covered.values()):
+        _decode_all(spark, config, run, until)
+        return check_nothing_lost(spark, config, run)
+    # Records retired from raw before the last decode from scratch are in no silver table.
+    baseline = {key: covered["offset_commits"].get(key, 0) for key in (RETIRED_RECORDS, RETIRED_ID_SUM)}
+    commit_note = note(DECODE, config.cluster, {RAW_RECORDS: until, **baseline})
+    try:
+        _decode_changes(
+            spark, config, run, {name: versions[RAW_RECORDS] for name, versions in covered.items()}, until, commit_note
+        )
+    except ChangesUnavailable as error:
+        run.progress("decode", f"{error}: decoding every raw record again")
+        _decode_all(spark, config, run, until)
+    check_nothing_lost(spark, config, run)
+
+
+def _decode_all(spark: SparkSession, config: Config, run: JobRun, until: int) -> None:
+    retired = raw_changes.retired_so_far(spark, config)
+    if retired[RETIRED_RECORDS]:
+        run.progress(
+            "decode", f"from scratch: {retired[RETIRED_RECORDS]:,} record(s) raw retention deleted are not in it"
+        )
+    commit_note = note(DECODE, config.cluster, {RAW_RECORDS: until, **retired})
+    raw = spark.read.format("delta").option("versionAsOf", until).table(config.table(RAW_RECORDS))
+    raw = raw.where(F.col("cluster") == F.lit(config.cluster))
+    _write_decoded(spark, config, run, raw, SILVER_SCHEMAS, commit_note, replace=True)
+    run.counts["records_decoded"] = raw.count()
+
+
+def _decode_changes(
+    spark: SparkSession, config: Config, run: JobRun, covered: dict[str, int], until: int, commit_note: str
+) -> None:
+    """Each silver table gets the raw records added since the version it covers, the new state of held
+    records whose transaction resolved, and loses records deleted from raw (other than by retention)."""
+    start = min(covered.values())
+    if start >= until:
+        run.counts["records_decoded"] = 0
+        return
+    changes = changes_since(spark, config.table(RAW_RECORDS), start, until).where(
+        F.col("cluster") == F.lit(config.cluster)
+    )
+    retired = retention_versions(spark, config)
+    for version in sorted(set(covered.values())):
+        tables = [name for name, covered_version in covered.items() if covered_version == version]
+        latest = raw_changes.latest_changes(changes.where(F.col("_commit_version") > F.lit(version)), retired)
+        latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
+            resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select("record_id", "txn_state")
+            deleted = latest.where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
+            if "offset_commits" in tables and not resolved.isEmpty():
+                raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)
+            if not deleted.isEmpty():
+                for name in tables:
+                    raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
+            _write_decoded(spark, config, run, inserted, tables, commit_note, replace=False)
+            if version == start:
+                run.counts["records_decoded"] = inserted.count()
+        finally:
+            latest.unpersist()
+
+
+def _write_decoded(
+    spark: SparkSession, config: Config, run: JobRun, raw: DataFrame, tables, commit_note: str, replace: bool
+) -> None:
+    # Two passes over the raw rows: the common offset commits (nearly every record, decoded by Spark
     # expressions) go straight to their table; the few others are decoded once, kept, and fanned out.
     commits = silver.decode_common_offset_commits(raw)
     others = silver.decode_other_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
@@ -40,27 +125,23 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
             "consumer_group_records": silver.filter_consumer_group_records(others),
             "quarantine": silver.filter_quarantine(others),
         }
-        for name, rows in outputs.items():
-            table = config.table(name)
-            ensure_table(spark, table, SILVER_SCHEMAS[name], partition_by=("cluster",))
-            replace_cluster_rows(spark, table, rows, config.cluster)
+        for name in tables:
+            replace_where = cluster_predicate(config.cluster) if replace else None
+            write_noted(outputs[name], table_location(spark, config.table(name)), commit_note, replace_where)
             run.progress(name, "written")
     finally:
         others.unpersist()
-    check_nothing_lost(spark, config, run)
 
 
 def _count_and_id_sum(rows: DataFrame) -> tuple[int, int]:
-    """Row count, and the sum of a 64-bit hash of each record id (exact, as a decimal): equal sums over
-    two collections of ids mean the same ids, unless hashes collide, without a shuffle or a sort."""
-    hashed = F.xxhash64("record_id").cast("decimal(38,0)")
-    row = rows.select(F.count(F.lit(1)).alias("rows"), F.coalesce(F.sum(hashed), F.lit(0)).alias("ids")).first()
+    row = rows.select(F.count(F.lit(1)).alias("rows"), raw_changes.record_id_hash_sum().alias("ids")).first()
     return row["rows"], int(row["ids"])
 
 
 def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None:
     """raw = decoded + quarantined, counted from the tables as written, and every raw record id in
-    exactly one of the tables a record can land in.
+    exactly one of the tables a record can land in. Records raw retention deleted since silver was
+    last decoded from scratch count on raw's side (their running totals are in its retention commits).
 
     Each table is read once, its record ids only (a column of its Parquet files): the counts add up,
     and the id sums show the ids are raw's own, none missing and none landed twice.
@@ -69,12 +150,20 @@ def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None
     landed = {name: _count_and_id_sum(cluster_rows(spark, config, name)) for name in (*LANDING_TABLES, RAW_RECORDS)}
     counts.update({name: count for name, (count, _) in landed.items()})
     run.counts.update(counts)
+    retired_now = raw_changes.retired_so_far(spark, config)
+    baseline = covered_versions(spark, config.table("offset_commits"), DECODE, config.cluster) or {}
+    retired = {key: value - baseline.get(key, 0) for key, value in retired_now.items()}
     raw_count, quarantined = counts[RAW_RECORDS], counts["quarantine"]
     decoded_count = run.counts["decoded"] = sum(counts[name] for name in TYPED_TABLES)
-    raw_ids, landed_ids = landed[RAW_RECORDS][1], sum(landed[name][1] for name in LANDING_TABLES)
-    run.progress("check", f"raw {raw_count:,} = decoded {decoded_count:,} + quarantined {quarantined:,}")
-    if raw_count != decoded_count + quarantined:
-        raise InvariantViolation(f"raw records {raw_count} != decoded {decoded_count} + quarantined {quarantined}")
+    raw_ids = landed[RAW_RECORDS][1] + retired[raw_changes.RETIRED_ID_SUM]
+    landed_ids = sum(landed[name][1] for name in LANDING_TABLES)
+    retired_count = retired[raw_changes.RETIRED_RECORDS]
+    kept_apart = f" (+ {retired_count:,} retired from raw)" if retired_count else ""
+    run.progress("check", f"raw {raw_count:,}{kept_apart} = decoded {decoded_count:,} + quarantined {quarantined:,}")
+    if raw_count + retired_count != decoded_count + quarantined:
+        raise InvariantViolation(
+            f"raw records {raw_count}{kept_apart} != decoded {decoded_count} + quarantined {quarantined}"
+        )
     if raw_ids != landed_ids:
         raise InvariantViolation(
             "the record ids in the silver tables and quarantine are not those of raw_records: "

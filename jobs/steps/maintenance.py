@@ -9,8 +9,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.raw_changes import retire
 from jobs.runs import JobRun
-from jobs.tables import RAW_RECORDS, cluster_rows, sql_string_literal
+from jobs.tables import RAW_RECORDS, sql_string_literal
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 
@@ -34,10 +35,9 @@ def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
     raw_retention_days = int(settings.get("raw_retention_days", 0))
     if raw_retention_days > 0:
         cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
-        raw = DeltaTable.forName(spark, config.table(RAW_RECORDS))
-        before = cluster_rows(spark, config, RAW_RECORDS).count()
-        raw.delete((F.col("cluster") == F.lit(config.cluster)) & (F.col("record_at") < F.lit(cutoff)))
-        run.counts["raw_records_deleted"] = before - run.count_rows(RAW_RECORDS)
+        # Silver and gold keep what was derived from the deleted records: the history outlives raw.
+        run.counts["raw_records_deleted"] = retire(spark, config, F.col("record_at") < F.lit(cutoff))
+        run.count_rows(RAW_RECORDS)
     for table in _tables(spark, config):
         delta = DeltaTable.forName(spark, table)
         detail = delta.detail().first()

@@ -1,0 +1,119 @@
+"""What changed in raw_records since a version, as decode applies it to the silver tables.
+
+A raw record is inserted once; later it may be updated (its transaction's marker was read: txn_state
+goes from pending to committed or aborted) or deleted. Deletes by raw retention are not undone
+downstream (the history outlives raw records, see `retire`); any other delete removes the record's
+rows from silver. Retention commits carry a running total of the records they deleted and of their
+ids' hashes, so that raw = decoded + quarantined can still be checked once raw has been trimmed.
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs.config import Config
+from jobs.tables import RAW_RECORDS, sql_string_literal
+from jobs.watermarks import CHANGE_DELETE, CHANGE_INSERT, note, notes, noting
+from transforms.decoder.log_transactions import TXN_PENDING
+
+RETENTION = "retention"
+RETIRED_RECORDS, RETIRED_ID_SUM = "retired_records", "retired_id_sum"
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp", "is_inserted", "is_deleted")
+
+
+def record_id_hash_sum() -> Column:
+    """The sum of a 64-bit hash of each record id, exact (decimal): equal sums over two collections of
+    ids mean the same ids, unless hashes collide, without a shuffle or a sort."""
+    return F.coalesce(F.sum(F.xxhash64("record_id").cast("decimal(38,0)")), F.lit(0))
+
+
+def retention_versions(spark: SparkSession, config: Config) -> list[int]:
+    return [version for version, _ in notes(spark, config.table(RAW_RECORDS), RETENTION, config.cluster)]
+
+
+def retired_so_far(spark: SparkSession, config: Config) -> dict[str, int]:
+    """Running totals of the records raw retention has deleted for the cluster (none: zeros)."""
+    found = notes(spark, config.table(RAW_RECORDS), RETENTION, config.cluster)
+    return found[0][1] if found else {RETIRED_RECORDS: 0, RETIRED_ID_SUM: 0}
+
+
+def retire(spark: SparkSession, config: Config, condition: Column) -> int:
+    """Deletes the cluster's raw records matching `condition` (raw retention), noting the running totals
+    in the same commit; returns how many were deleted.
+
+    Kept whatever their age: each segment file's last batch (where the next ingest reads on from, see
+    jobs.ingest_plan) and pending transactional records (their marker may come in a later read).
+    """
+    table = config.table(RAW_RECORDS)
+    rows = spark.table(table).where(F.col("cluster") == F.lit(config.cluster))
+    last_batches = rows.groupBy("source_file").agg(F.max("batch_position").alias("batch_position"))
+    doomed = (
+        rows.where(condition & ~F.coalesce(F.col("txn_state") == F.lit(TXN_PENDING), F.lit(False)))
+        .join(last_batches, on=["source_file", "batch_position"], how="left_anti")
+        .select("record_id")
+        .localCheckpoint(eager=True)
+    )
+    row = doomed.select(F.count(F.lit(1)).alias("rows"), record_id_hash_sum().alias("ids")).first()
+    if row["rows"] == 0:
+        return 0
+    before = retired_so_far(spark, config)
+    totals = {
+        RETIRED_RECORDS: before[RETIRED_RECORDS] + row["rows"],
+        RETIRED_ID_SUM: before[RETIRED_ID_SUM] + int(row["ids"]),
+    }
+    with noting(spark, note(RETENTION, config.cluster, totals)):
+        delete_records(spark, table, doomed, config.cluster)
+    return row["rows"]
+
+
+def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame:
+    """Each changed record's newest image, with `is_inserted` (first inserted in this range) and
+    `is_deleted` (its newest change is a delete other than by retention)."""
+    kept = changes.where(
+        ~((F.col("_change_type") == F.lit(CHANGE_DELETE)) & F.col("_commit_version").isin(retired_versions))
+    )
+    newest_first = Window.partitionBy("record_id").orderBy(
+        F.col("_commit_version").desc(), (F.col("_change_type") == F.lit(CHANGE_DELETE)).asc()
+    )
+    whole = Window.partitionBy("record_id").rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    return (
+        kept.withColumns(
+            {
+                "is_inserted": F.max(F.col("_change_type") == F.lit(CHANGE_INSERT)).over(whole),
+                "is_deleted": F.col("_change_type") == F.lit(CHANGE_DELETE),
+                "_rank": F.row_number().over(newest_first),
+            }
+        )
+        .where(F.col("_rank") == 1)
+        .drop("_rank")
+    )
+
+
+def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:
+    """Held pending offset commits take the state their transaction's marker gave them."""
+    (
+        DeltaTable.forName(spark, table)
+        .alias("target")
+        .merge(
+            resolved.alias("source"),
+            f"target.cluster = {sql_string_literal(cluster)} AND target.txn_state = '{TXN_PENDING}'"
+            " AND target.record_id = source.record_id",
+        )
+        .whenMatchedUpdate(set={"txn_state": "source.txn_state"})
+        .execute()
+    )
+
+
+def delete_records(spark: SparkSession, table: str, deleted: DataFrame, cluster: str) -> None:
+    (
+        DeltaTable.forName(spark, table)
+        .alias("target")
+        .merge(
+            deleted.alias("source"),
+            f"target.cluster = {sql_string_literal(cluster)} AND target.record_id = source.record_id",
+        )
+        .whenMatchedDelete()
+        .execute()
+    )
