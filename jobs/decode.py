@@ -1,9 +1,12 @@
 """Decode: bronze `raw_records` -> silver tables and `quarantine`, checking raw = decoded + quarantined.
 
-    spark-submit.sh decode [--conf conf/<env>.toml] [--cluster NAME]
+    spark-submit.sh decode [--conf conf/<env>.toml] [--cluster NAME] [--full]
 
-Each silver table's rows for the cluster are replaced atomically, so a re-run (or a run after a
-crash) leaves the same tables.
+Decodes only the raw records no earlier run decoded: each silver table notes, in the same commit as
+its rows, the raw_records version it covers, so a re-run (or a run after a crash) continues where the
+last commit left off and leaves the same tables. Transactions resolved since are updated in place.
+--full decodes every raw record again and replaces the cluster's rows (records raw retention has
+deleted are then no longer in silver: the run says how many).
 """
 
 from __future__ import annotations
