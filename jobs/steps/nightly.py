@@ -27,6 +27,8 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f"  raw_records            {counts.get('raw_records', 0):>10,}",
         *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
         f"  groups with commits    {groups:>10,}",
+        f"  this run: {counts.get('records_decoded', 0):,} raw record(s) decoded,"
+        f" {counts.get('groups_rebuilt', 0):,} group(s) rebuilt",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
         f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.group_health'",
