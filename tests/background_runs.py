@@ -1,8 +1,12 @@
 """The whole nightly job, run for real in the background while the other tests run: the local
-`spark-submit.sh nightly` of the quickstart capture (with a rival on its warehouse), a run killed part-way
-and run again, and a run on a standalone Spark cluster on loopback. conftest starts them with the
-session, in that order, and the tests that use them (test_standalone_cluster, test_crash_safety,
-test_locks, test_sql_views, test_thriftserver) wait for them.
+`spark-submit.sh nightly` of the quickstart capture (with a rival on its warehouse), a second night over
+a grown log killed part-way and run again, and a run on a standalone Spark cluster on loopback. conftest
+starts them with the session, in that order, and the tests that use them (test_standalone_cluster,
+test_crash_safety, test_locks, test_sql_views, test_thriftserver) wait for them.
+
+Every run reads the capture's log from one live path of the session (`live_log`), not from the capture
+itself: the crash run grows that log night by night (tests/log_cuts.py), and tables name the files their
+records came from, so runs compared with each other must have read the same paths.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import pyspark
 
 from jobs.locks import EXIT_BUSY
+from tests import log_cuts
 from tests.conftest import REPO_ROOT
 from tests.kill import progress_lines, run_until_progress_line
 
@@ -39,18 +44,38 @@ NIGHTLY_TIMEOUT_SECONDS = 1200  # a nightly run of this capture has taken 4 minu
 START_TIMEOUT_SECONDS = 180
 STOP_TIMEOUT_SECONDS = 30
 POLL_SECONDS = 0.5
-# A small capture on a small machine: few shuffle partitions. No web UI: runs side by side would
-# otherwise compete for port 4040 and up. The capture's end-offset snapshot is loaded, so lag and status
-# are computed and compared too.
-TEST_ENVIRONMENT = f"""\
+LIVE_LOG = "quickstart-log"  # beside the runs' work directories: <live>/segments, <live>/end_offsets
+
+
+def test_environment(live: Path) -> str:
+    """A small capture on a small machine: few shuffle partitions. No web UI: runs side by side would
+    otherwise compete for port 4040 and up. The log's end-offset snapshots are loaded, so lag and status
+    are computed and compared too."""
+    return f"""\
 [spark.conf]
 "spark.sql.shuffle.partitions" = "2"
 "spark.default.parallelism" = "2"
 "spark.ui.enabled" = "false"
 
 [end_offsets]
-files = [{json.dumps(str(CAPTURE))}]
+files = [{json.dumps(str(live / "end_offsets"))}]
 """
+
+
+def live_log(workdir: Path) -> Path:
+    """The session's live copy of the capture's log, beside every run's work directory; written whole
+    the first time it is asked for."""
+    live = workdir.parent / LIVE_LOG
+    if not live.exists():
+        log_cuts.write_night([log_cuts.whole(CAPTURE)], live / "segments", live / "end_offsets")
+    return live
+
+
+def reset_live_log(live: Path, cut: log_cuts.Cut) -> None:
+    """The live log as it stood at an earlier moment (a new broker's log, from the crash run's view)."""
+    for segment in (live / "segments").glob("__consumer_offsets-*/*.log"):
+        segment.unlink()
+    log_cuts.write_night([cut], live / "segments", live / "end_offsets")
 
 
 @dataclass
@@ -145,9 +170,10 @@ def spark_environment(workdir: Path) -> dict[str, str]:
 
 
 def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
-    """`./spark-submit.sh [--master URL] nightly` on the capture into a warehouse of its own in `workdir`."""
+    """`./spark-submit.sh [--master URL] nightly` on the live log into a warehouse of its own in `workdir`."""
+    live = live_log(workdir)
     environment_file = workdir / "test.toml"
-    environment_file.write_text(TEST_ENVIRONMENT)
+    environment_file.write_text(test_environment(live))
     return [
         str(REPO_ROOT / "spark-submit.sh"),
         *(["--master", master] if master else []),
@@ -161,7 +187,7 @@ def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
         "--cluster",
         CLUSTER,
         "--segments",
-        str(CAPTURE / "segments"),
+        str(live / "segments"),
     ]
 
 
@@ -276,19 +302,29 @@ class ClusterNightlyInBackground:
 
 @dataclass(frozen=True)
 class CrashRun:
-    context: str  # the seed and the line the run was killed at: enough to replay a failure
+    context: str  # the cut, the seed and the line the run was killed at: enough to replay a failure
     killed_at: str
+    first_night: Process
     rerun: Process
     warehouse: Path
 
 
+def first_night_cut() -> log_cuts.Cut:
+    """The capture's log halfway through its time: the first night; the second night reads it whole."""
+    times = [batch.max_timestamp_ms for batches in log_cuts.capture_batches(CAPTURE).values() for batch in batches]
+    return log_cuts.cut_at(CAPTURE, (min(times) + max(times)) // 2, "halfway through the capture")
+
+
 class CrashRunInBackground:
-    """A run killed at a random progress line of the reference, then run again, in a thread of its own
-    that starts once the reference run has ended (the two would only slow each other down)."""
+    """Two nights into a warehouse of its own, the second killed at a random progress line then run again,
+    in a thread of its own that starts once the reference run has ended (the two would only slow each
+    other down). The first night reads the live log cut halfway; the second, the whole log (the same
+    bytes the reference read, at the same path), so the second night is an incremental run over a grown
+    log, killed anywhere in it."""
 
     def __init__(self, reference_run: NightlyRun, workdir: Path) -> None:
         self.reference_run, self.workdir = reference_run, workdir
-        self._rerun: Process | None = None
+        self._process: Process | None = None
         self._stopped = threading.Event()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crash-run")
         self._crash = executor.submit(self._kill_then_rerun)
@@ -296,22 +332,35 @@ class CrashRunInBackground:
 
     def _kill_then_rerun(self) -> CrashRun:
         reference = progress_lines(self.reference_run.outputs()[0])
+        command, environment = nightly_command(self.workdir), spark_environment(self.workdir)
+        live, cut = live_log(self.workdir), first_night_cut()
+        reset_live_log(live, cut)
+        try:
+            first_night = self._run("first night", command, environment, self.workdir / "first-night.log")
+            if first_night.popen.returncode != 0:
+                return CrashRun(f"the first night ({cut.why}) failed", "", first_night, first_night, self.workdir)
+        finally:
+            log_cuts.write_night([log_cuts.whole(CAPTURE)], live / "segments", live / "end_offsets")
+        night_lines = min(len(reference), len(progress_lines(first_night.log.read_text())))
         seed = random.SystemRandom().randrange(1 << 32)
         # The last line is the summary, written after every table: killing there would prove nothing.
-        kill_at = random.Random(seed).randrange(1, len(reference))
-        command, environment = nightly_command(self.workdir), spark_environment(self.workdir)
+        kill_at = random.Random(seed).randrange(1, night_lines)
         killed_at = run_until_progress_line(command, self.workdir / "killed.log", kill_at, env=environment)
-        context = f"seed {seed}: killed at progress line {kill_at} of {len(reference)} ({killed_at})"
+        context = f"first night {cut.why}; seed {seed}: second night killed at progress line {kill_at} ({killed_at})"
+        rerun = self._run("rerun", command, environment, self.workdir / "rerun.log")
+        return CrashRun(context, killed_at, first_night, rerun, self.workdir / "warehouse")
+
+    def _run(self, name: str, command: list[str], environment: dict[str, str], log: Path) -> Process:
         if self._stopped.is_set():
-            raise RuntimeError(f"stopped before the rerun; {context}")
-        self._rerun = Process.start("rerun", command, self.workdir / "rerun.log", environment)
-        self._rerun.popen.wait(NIGHTLY_TIMEOUT_SECONDS)
-        return CrashRun(context, killed_at, self._rerun, self.workdir / "warehouse")
+            raise RuntimeError(f"stopped before the {name}")
+        self._process = Process.start(name, command, log, environment)
+        self._process.popen.wait(NIGHTLY_TIMEOUT_SECONDS)
+        return self._process
 
     def result(self) -> CrashRun:
-        return self._crash.result(2 * NIGHTLY_TIMEOUT_SECONDS)
+        return self._crash.result(3 * NIGHTLY_TIMEOUT_SECONDS)
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._rerun is not None:
-            self._rerun.stop()
+        if self._process is not None:
+            self._process.stop()

@@ -1,12 +1,16 @@
-"""A nightly run killed with SIGKILL part-way, then run again, leaves exactly an uninterrupted run's tables.
+"""An incremental nightly killed with SIGKILL part-way, then run again, leaves exactly an uninterrupted run's tables.
 
-The reference is the session's local nightly run of the quickstart capture (conftest `local_nightly`). The
-killed run gets a warehouse of its own; it is killed, process group and all, when its log shows a
-progress line picked at random from the reference's (so any stage can be hit, and the seed in the
-failure message replays it), then run again to the end. Every table but `job_runs` must hold the
-reference's rows. The kill and the rerun take minutes: they start in the background as soon as the
-reference has ended (tests/background_runs.py, started by conftest) and the test waits for them.
-bench/crash_safety.py does the same ten times and more (too slow for CI).
+The reference is the session's local nightly run of the quickstart capture (conftest `local_nightly`): one
+run over the whole log. The crash run gets a warehouse of its own and two nights over the same live path
+(tests/background_runs.py): the first over the log as it stood halfway through the capture, the second
+over the whole log, an incremental run over a grown log (files read before, read on; snapshots added),
+killed, process group and all, when its log shows a progress line picked at random (so any stage can be
+hit, and the seed in the failure message replays it), then run again to the end. Every table but
+`job_runs` must hold the reference's rows: the uninterrupted sequence of nights equals the one run over
+the final log (tests/spark/test_incremental_nightly.py proves that on its own), so a difference is the
+kill's. The nights take minutes: they start in the background as soon as the reference has ended
+(started by conftest) and the test waits for them. bench/crash_safety.py does the same with more kills,
+in the first night too (too slow for CI).
 """
 
 from __future__ import annotations
@@ -21,8 +25,12 @@ from tests.background_runs import DATABASE
 from tests.delta_compare import differing_tables
 
 
-def test_a_run_killed_at_a_random_point_then_run_again_leaves_the_uninterrupted_tables(spark, local_nightly, crash_run):
+def test_a_second_night_killed_at_a_random_point_then_run_again_leaves_the_uninterrupted_tables(
+    spark, local_nightly, crash_run
+):
     crash = crash_run.result()
+    first_night = crash.first_night
+    assert first_night.popen.returncode == 0, f"{crash.context}; the first night failed:\n{first_night.log_tail()}"
     assert crash.killed_at.startswith("[nightly"), crash.context
     assert crash.rerun.popen.returncode == 0, f"{crash.context}; the rerun failed:\n{crash.rerun.log_tail()}"
     assert differing_tables(spark, local_nightly.warehouse, crash.warehouse, DATABASE) == [], crash.context
