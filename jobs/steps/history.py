@@ -1,25 +1,71 @@
-"""History: silver group records -> gold generations, assignments, rebalances, movements, frequency."""
+"""History: silver group records -> gold generations, assignments, rebalances, movements, frequency.
+
+Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
+A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
+alter (transforms/gold/touched.py), recomputes just those groups from their whole silver history and
+replaces just their rows. Every other group keeps its rows. With no note, a feed that does not reach
+back, or `--full`, the cluster is rebuilt from scratch (and noted).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
-from jobs.tables import SILVER_INPUTS, TOPIC_IDS, Materialize, cluster_rows, materialized, write_gold
-from schemas import ops
-from transforms.gold import assignment_math, epochs, frequency, generations, offsets, rebalances
+from jobs.tables import (
+    HISTORY_TABLES,
+    SILVER_INPUTS,
+    TOPIC_IDS,
+    Materialize,
+    cluster_rows,
+    ensure_table,
+    gold_rows,
+    materialized,
+    sql_string_literal,
+    table_location,
+)
+from jobs.watermarks import (
+    ChangesUnavailable,
+    changes_since,
+    cluster_predicate,
+    covered_versions,
+    current_version,
+    note,
+    write_noted,
+)
+from schemas import gold, ops
+from transforms.gold import assignment_math, epochs, frequency, generations, offsets, rebalances, touched
+from transforms.gold.generations import GROUP
+
+STEP = "history"
+# Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
+# rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
+MAX_LISTED_GROUPS = 1000
+GROUP_RECORD_TABLES = ("group_metadata", "group_members", "consumer_group_records")
 
 
 def build_history(
-    silver: Mapping[str, DataFrame], topic_ids: DataFrame, settings: GoldSettings, store: Materialize
+    silver: Mapping[str, DataFrame],
+    topic_ids: DataFrame,
+    settings: GoldSettings,
+    store: Materialize,
+    groups: DataFrame | None = None,
+    topic_names: DataFrame | None = None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
-    -> every table of HISTORY_TABLES, handed to `store` in dependency order."""
+    -> every table of HISTORY_TABLES, handed to `store` in dependency order.
+
+    `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
+    group's records (`topic_names`, epochs.topic_names over all of `silver` when not given)."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
-    names = epochs.topic_names(group_records, offset_commits, topic_ids)
+    names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
+    if groups is not None:
+        silver = {name: rows.join(groups, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
+        offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
         epochs.consumer_group_generations(group_records, names)
     )
@@ -43,10 +89,136 @@ def build_history(
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
 
 
+def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:
+    """One cluster's rows of a silver table as of `version` (what the run's note will say it covers)."""
+    rows = spark.read.format("delta").option("versionAsOf", version).table(config.table(name))
+    return rows.where(F.col("cluster") == F.lit(config.cluster))
+
+
+def _covered(spark: SparkSession, config: Config, until: Mapping[str, int]) -> dict[str, int] | None:
+    """The silver versions every gold table covers (the oldest note of each input: a crash may have left
+    some tables a run ahead); None when a table has no note or a note is ahead of silver (replaced)."""
+    covered: dict[str, int] = {}
+    for name in HISTORY_TABLES:
+        noted = covered_versions(spark, config.table(name), STEP, config.cluster)
+        if noted is None or set(noted) != set(SILVER_INPUTS):
+            return None
+        for table, version in noted.items():
+            covered[table] = min(covered.get(table, version), version)
+    if any(covered[name] > until[name] for name in SILVER_INPUTS):
+        return None
+    return covered
+
+
+def _changes(
+    spark: SparkSession, config: Config, covered: Mapping[str, int], until: Mapping[str, int]
+) -> dict[str, DataFrame]:
+    """Each silver input's rows changed since `covered` (raises ChangesUnavailable)."""
+    return {
+        name: changes_since(spark, config.table(name), covered[name], until[name]).where(
+            F.col("cluster") == F.lit(config.cluster)
+        )
+        for name in SILVER_INPUTS
+        if until[name] > covered[name]
+    }
+
+
+def touched_groups(
+    changes: Mapping[str, DataFrame],
+    silver: Mapping[str, DataFrame],
+    history: Mapping[str, DataFrame],
+    names: DataFrame,
+) -> DataFrame:
+    """The groups whose history the changes can alter (see transforms/gold/touched.py)."""
+    found = [touched.groups_of(changes[name]) for name in GROUP_RECORD_TABLES if name in changes]
+    if "offset_commits" in changes:
+        found.append(
+            touched.groups_with_commits_seen_by_rebalances(
+                changes["offset_commits"],
+                history["rebalances"],
+                history["generations"],
+                offsets.filter_uncounted_commits(silver["offset_commits"]),
+            )
+        )
+    found.append(touched.groups_with_renamed_topics(history["generations"], names))
+    result = found[0]
+    for more in found[1:]:
+        result = result.unionByName(more)
+    return result.distinct()
+
+
+def _group_predicate(config: Config, group_ids: list[str]) -> str:
+    listed = ", ".join(sql_string_literal(group_id) for group_id in sorted(group_ids))
+    return f"{cluster_predicate(config.cluster)} AND group_id IN ({listed})"
+
+
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
-    build_history(
-        {name: cluster_rows(spark, config, name) for name in SILVER_INPUTS},
-        cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema),
-        config.gold_settings(),
-        lambda name, rows: write_gold(spark, config, run, name, rows),
+    for name in HISTORY_TABLES:  # change feed on: the metrics step can follow what history rewrote
+        ensure_table(spark, config.table(name), gold.GOLD_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
+    until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
+    commit_note = note(STEP, config.cluster, until)
+    silver = {name: _silver_at(spark, config, name, version) for name, version in until.items()}
+    topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
+    settings = config.gold_settings()
+    covered = None if config.full else _covered(spark, config, until)
+    changes = None
+    if covered is not None:
+        try:
+            changes = _changes(spark, config, covered, until)
+        except ChangesUnavailable as unavailable:
+            run.progress(STEP, f"rebuilding the cluster: {unavailable}")
+    if changes is None:
+        run.counts["groups_rebuilt"] = touched.groups_of(
+            silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
+        ).count()
+        run.progress(STEP, f"rebuilding all {run.counts['groups_rebuilt']:,} groups of the cluster")
+        build_history(silver, topic_ids, settings, _cluster_store(spark, config, run, commit_note))
+        return
+    names = materialized(epochs.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
+    history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
+    groups = materialized(touched_groups(changes, silver, history_rows, names))
+    count = run.counts["groups_rebuilt"] = groups.count()
+    run.progress(STEP, f"{count:,} groups touched since silver versions {covered}")
+    if count == 0:
+        for name in HISTORY_TABLES:
+            empty = spark.createDataFrame([], gold.GOLD_SCHEMAS[name])
+            write_noted(empty, table_location(spark, config.table(name)), commit_note)
+        return
+    store = _groups_store(spark, config, run, commit_note, groups, count)
+    build_history(silver, topic_ids, settings, store, groups=groups, topic_names=names)
+
+
+def _cluster_store(spark: SparkSession, config: Config, run: JobRun, commit_note: str) -> Materialize:
+    """Replaces the cluster's rows of each table; returns them as read back (short lineage)."""
+
+    def store(name: str, rows: DataFrame) -> DataFrame:
+        location = table_location(spark, config.table(name))
+        write_noted(gold_rows(name, rows), location, commit_note, cluster_predicate(config.cluster))
+        run.count_rows(name)
+        return cluster_rows(spark, config, name)
+
+    return store
+
+
+def _groups_store(
+    spark: SparkSession, config: Config, run: JobRun, commit_note: str, groups: DataFrame, count: int
+) -> Materialize:
+    """Replaces the rows of `groups` in each table (the others stay); returns theirs as read back."""
+    listed = count <= MAX_LISTED_GROUPS
+    predicate = (
+        _group_predicate(config, [row["group_id"] for row in groups.collect()])
+        if listed
+        else cluster_predicate(config.cluster)
     )
+
+    def store(name: str, rows: DataFrame) -> DataFrame:
+        location = table_location(spark, config.table(name))
+        rebuilt = gold_rows(name, rows)
+        if not listed:
+            kept = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_anti")
+            rebuilt = materialized(kept.unionByName(rebuilt))
+        write_noted(rebuilt, location, commit_note, predicate)
+        run.count_rows(name)
+        return cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
+
+    return store

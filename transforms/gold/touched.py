@@ -1,0 +1,134 @@
+"""Which groups a night's silver changes can alter the history of: the groups an incremental run rebuilds.
+
+Every history row (generations, assignments, rebalances, movements, frequency) belongs to one group and
+is computed from that group's own silver records, plus two inputs read across groups:
+- offset commits, read only around the group's rebalances: `departures.members_left` looks for the latest
+  commit at or before a rebalance's join; `departures.pause_estimates` (eager rebalances) for the latest
+  commit at or before the join and the earliest one after completion;
+- the topic-id -> name map of KIP-848 groups (`epochs.topic_names`: every group's records and commits,
+  and the topic_ids table).
+
+So a group's history changes only when (1) one of its group records changed (inserted, updated or
+deleted: late data and `forget` too); (2) a changed commit of it lies where one of its rebalances looks
+(`groups_with_commits_seen_by_rebalances`); or (3) the name map now names a topic id its KIP-848
+generations name otherwise (`groups_with_renamed_topics`). Rules (2) and (3) may name a group whose
+history turns out the same (a superset is safe: a rebuilt group is recomputed exactly); they never miss
+one whose history changes.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from transforms.gold.departures import PROTOCOL_EAGER
+from transforms.gold.epochs import SOURCE_UNRESOLVED
+from transforms.gold.generations import GROUP, GROUP_PROTOCOL_CONSUMER, INCARNATION
+
+
+def groups_of(rows: DataFrame) -> DataFrame:
+    """Any rows with cluster and group_id -> their groups, once each."""
+    return rows.select(*GROUP).distinct()
+
+
+def _changed_commit_spans(changed_commits: DataFrame) -> DataFrame:
+    """(group) -> the earliest and latest record_at of its changed commits, and whether one has none."""
+    return changed_commits.groupBy(*GROUP).agg(
+        F.min("record_at").alias("first_changed_at"),
+        F.max("record_at").alias("last_changed_at"),
+        F.max(F.col("record_at").isNull()).alias("has_untimed_change"),
+    )
+
+
+def _rebalance_probes(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
+    """gold rebalances -> the times each one reads commits at: its join, its completion, the recorded_at
+    of the generation before it (the earliest commit pause_estimates accepts) and its pause."""
+    before = generations.select(
+        *INCARNATION, F.col("generation").alias("previous_generation"), F.col("recorded_at").alias("before_recorded_at")
+    )
+    return rebalances.select(
+        *INCARNATION,
+        "previous_generation",
+        (F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).alias("is_eager"),
+        (F.size("members_left") > 0).alias("has_departures"),
+        "join_completed_at",
+        "completed_at",
+        "estimated_pause_ms",
+    ).join(before, on=[*INCARNATION, "previous_generation"], how="left")
+
+
+def groups_with_commits_seen_by_rebalances(
+    changed_commits: DataFrame, rebalances: DataFrame, generations: DataFrame, counted_commits: DataFrame
+) -> DataFrame:
+    """Groups with a changed commit (any state: a pending one may count tomorrow, a deleted one counted)
+    that one of their rebalances (gold, as the tables hold them) can read.
+
+    A rebalance with departures reads its leavers' commits at or before its join (members_left); an eager
+    one reads the group's commits at or before its join and the first commit after its
+    completion. That first commit lies at or before join + estimated pause when the pause is known
+    (the pause runs from a commit at or before the join to it). When the pause is unknown, a later commit
+    can make it known only if the commit before the join that it also needs exists: a counted commit at or
+    after the previous generation was recorded (`counted_commits` tells, from silver as it is now; a
+    change at or before the join touches the group anyway, so what is there is what was there). Other
+    rebalances (cooperative or KIP-848, nobody left) read no commit.
+
+    A group's changed commits are taken as one span (earliest to latest): a window overlapping the span
+    touches the group, a superset of the exact test that keeps the join one row per group.
+    """
+    spans = _changed_commit_spans(changed_commits)
+    probes = _rebalance_probes(rebalances, generations).join(spans, on=list(GROUP), how="inner")
+    pause_known_at = F.timestamp_millis(F.unix_millis("join_completed_at") + F.col("estimated_pause_ms"))
+    is_read_before_join = (F.col("is_eager") | F.col("has_departures")) & (
+        F.col("first_changed_at") <= F.col("join_completed_at")
+    )
+    is_after_completion = F.col("is_eager") & (F.col("last_changed_at") > F.col("completed_at"))
+    unknown_pauses = probes.where(is_after_completion & F.col("estimated_pause_ms").isNull())
+    in_generation = (F.col("record_at") <= F.col("join_completed_at")) & (
+        F.col("before_recorded_at").isNull() | (F.col("record_at") >= F.col("before_recorded_at"))
+    )
+    pausable = (
+        unknown_pauses.alias("probe")
+        .join(
+            counted_commits.select(*GROUP, "record_at").alias("commit"),
+            on=list(GROUP),
+            how="inner",
+        )
+        .where(in_generation)
+        .select(*GROUP)
+    )
+    seen = probes.where(
+        F.col("has_untimed_change")
+        | is_read_before_join
+        | (is_after_completion & (F.col("first_changed_at") <= pause_known_at))
+    ).select(*GROUP)
+    return seen.unionByName(pausable).distinct()
+
+
+def _named_topic_ids(generations: DataFrame) -> DataFrame:
+    """KIP-848 generations -> (group, topic_id, topic, topic_name_source): every name their members show."""
+    members = generations.where(F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CONSUMER)).select(
+        *GROUP, F.explode("members").alias("m")
+    )
+    named = members.select(
+        *GROUP,
+        F.explode(
+            F.concat(F.coalesce("m.assigned_partitions", F.array()), F.coalesce("m.target_partitions", F.array()))
+        ).alias("tp"),
+    )
+    return named.select(*GROUP, "tp.topic_id", "tp.topic", "tp.topic_name_source").distinct()
+
+
+def groups_with_renamed_topics(generations: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """KIP-848 groups whose generations name a topic id otherwise than `topic_names` (epochs.topic_names,
+    over the cluster's silver as it is now) does: an unresolved id now resolved, a more trusted source."""
+    names = topic_names.select("cluster", "topic_id", F.col("topic").alias("new_topic"), "topic_name_source")
+    used = _named_topic_ids(generations).withColumnRenamed("topic_name_source", "used_source")
+    new_topic = F.coalesce("new_topic", "topic_id")
+    new_source = F.coalesce("topic_name_source", F.lit(SOURCE_UNRESOLVED))
+    is_renamed = ~(F.col("topic").eqNullSafe(new_topic) & F.col("used_source").eqNullSafe(new_source))
+    return (
+        used.join(names, on=["cluster", "topic_id"], how="left")
+        .where(F.col("topic_id").isNotNull() & is_renamed)
+        .select(*GROUP)
+        .distinct()
+    )
