@@ -70,7 +70,7 @@ def write_end_offsets(spark: SparkSession, config: Config, run: JobRun, rows: Da
     cluster; returns how many were new. Only the target rows in the rows' observed_at window are read,
     so a frequent snapshot does not scan the table's history."""
     table = config.table(END_OFFSETS)
-    ensure_table(spark, table, end_offsets_schema, partition_by=("cluster",))
+    ensure_table(spark, table, end_offsets_schema, partition_by=("cluster",), change_feed=True)
     # One file given twice in a call holds each row twice: the merge would insert both.
     stamped = (
         rows.select(F.lit(config.cluster).alias("cluster"), *snapshot_schema.fieldNames())

@@ -1,4 +1,7 @@
-"""Metrics: silver offsets + `end_offsets` snapshots + gold history -> lag, status and daily tables."""
+"""Metrics: silver offsets + `end_offsets` snapshots + gold history -> lag, status and daily tables.
+
+The first run (and --full) evaluates the cluster from scratch; later ones continue from the tables,
+evaluating again only what the night's changes reach (jobs/metrics_increments.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +10,19 @@ from datetime import date
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobs.config import Config, GoldSettings
+from jobs.metrics_increments import continue_metrics
+from jobs.metrics_writes import CARRY, INPUTS, LAST_DAY, NOTE_TABLE, STEP, day_number, input_versions, write_table
 from jobs.runs import JobRun
-from jobs.tables import END_OFFSETS, Materialize, cluster_rows, table_location, write_gold
+from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, table_location
+from jobs.watermarks import ChangesUnavailable, covered_versions, note
 from schemas import gold, ops
-from transforms.gold import group_daily, lag, snapshot_horizon, status
+from transforms.gold import group_daily, lag, metrics_carry, snapshot_horizon, status
+
+# The time column of the tables written in time order (so that a night's replaceWhere touches few files).
+TIME_COLUMNS = {"lag": "observed_at", "consumer_status": "evaluated_at"}
 
 
 def build_metrics(
@@ -65,18 +75,58 @@ def build_metrics(
 
 
 def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
+    """Continues from the tables when their note says what they cover and the inputs' changes since then
+    can be read (jobs/metrics_increments.py); else (first run, --full, changes gone) from scratch."""
     if not spark.catalog.tableExists(config.table(END_OFFSETS)):
         run.progress("lag", f"no {config.table(END_OFFSETS)} table: lag and status stay empty")
     else:
         run.inputs = [*run.inputs, table_location(spark, config.table(END_OFFSETS))]
+    versions = input_versions(spark, config)
+    covered = None if config.full else covered_versions(spark, config.table(NOTE_TABLE), STEP, config.cluster)
+    outputs = (*METRICS_TABLES, CARRY)
+    can_continue = (
+        covered is not None
+        and set(covered) >= {*INPUTS, LAST_DAY}
+        and all(spark.catalog.tableExists(config.table(name)) for name in outputs)
+    )
+    if can_continue:
+        try:
+            continue_metrics(spark, config, run, covered, versions)
+        except ChangesUnavailable as error:
+            run.progress("metrics", f"{error}: evaluating the cluster from scratch")
+        else:
+            for name in METRICS_TABLES:
+                run.count_rows(name)
+            return
+    metrics_from_scratch(spark, config, run, versions)
+
+
+def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versions: dict[str, int]) -> None:
+    """Every metrics table and the carry for the cluster, from all of its inputs, noting their versions."""
+    settings = config.gold_settings()
+    offset_commits = cluster_rows(spark, config, "offset_commits")
+    history = {
+        name: cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]) for name in ("generations", "rebalances")
+    }
+    last_day = config.run_date or group_daily.last_activity_day(history["generations"], offset_commits).first()[0]
+    commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
+    carry = metrics_carry.carry_tails(
+        offset_commits, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+    )
+    write_table(spark, config, CARRY, carry, commit_note, "")
+
+    def store(name: str, rows: DataFrame) -> DataFrame:
+        if name in TIME_COLUMNS:  # files by time: a night's replaceWhere and reads skip the older ones
+            rows = rows.repartitionByRange(F.col(TIME_COLUMNS[name]))
+        write_table(spark, config, name, rows, commit_note, "")
+        run.count_rows(name)
+        return cluster_rows(spark, config, name)
+
     build_metrics(
-        cluster_rows(spark, config, "offset_commits"),
+        offset_commits,
         cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema),
-        {
-            "generations": cluster_rows(spark, config, "generations", gold.generations_schema),
-            "rebalances": cluster_rows(spark, config, "rebalances", gold.rebalances_schema),
-        },
-        config.gold_settings(),
+        history,
+        settings,
         config.run_date,
-        lambda name, rows: write_gold(spark, config, run, name, rows),
+        store,
     )

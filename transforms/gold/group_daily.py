@@ -96,6 +96,26 @@ def _lag_and_status(lag_rows: DataFrame, group_status_rows: DataFrame) -> DataFr
     return lag_days.join(status_days, on=list(GROUP_DAY), how="full")
 
 
+CARRIED = "carried"  # struct(last_commit_at, group_state, empty_expire_at): a group's ends before its first day
+
+
+def carried_ends(group_daily_rows: DataFrame) -> DataFrame:
+    """gold group_daily rows -> (group, day, carried): what each row says of the end of its day, carried
+    to the next day (`day` is that next day): the last commit, the group's state and, for an Empty
+    group, when its offsets expire. That is all a day's lifecycle needs of the days before it."""
+    is_empty = F.col("group_state") == F.lit(STATE_EMPTY)
+    carried = F.struct(
+        F.col("last_commit_at").alias("last_commit_at"),
+        F.col("group_state").alias("group_state"),
+        F.when(is_empty, F.col("offsets_expire_at")).alias("empty_expire_at"),
+    )
+    return group_daily_rows.select(*GROUP, F.date_add("day", 1).alias("day"), carried.alias(CARRIED))
+
+
+def _no_carry() -> Column:
+    return F.lit(None).cast("struct<last_commit_at:timestamp,group_state:string,empty_expire_at:timestamp>")
+
+
 def group_daily(
     generations: DataFrame,
     offset_commits: DataFrame,
@@ -111,10 +131,102 @@ def group_daily(
     """gold generations, rebalances, lag, group_status + silver offset_commits -> gold `group_daily`."""
     commits = filter_uncounted_commits(offset_commits)
     group_records = generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset")
-    activity = commits.select(*GROUP, F.col("record_at").alias("at")).unionByName(
+    days = _days(_activity_times(commits, group_records), as_of).withColumn(CARRIED, _no_carry())
+    return _daily_rows(
+        days,
+        commits,
+        group_records,
+        rebalances,
+        lag_rows,
+        group_status_rows,
+        stale_after_days=stale_after_days,
+        offsets_retention_minutes=offsets_retention_minutes,
+        expiry_warning_hours=expiry_warning_hours,
+    )
+
+
+def group_daily_since(
+    starts: DataFrame,
+    generations: DataFrame,
+    offset_commits: DataFrame,
+    rebalances: DataFrame,
+    lag_rows: DataFrame,
+    group_status_rows: DataFrame,
+    *,
+    last_day: date,
+    stale_after_days: int,
+    offsets_retention_minutes: int,
+    expiry_warning_hours: int,
+) -> DataFrame:
+    """The group_daily rows of each group in `starts` (group, from_day, carried) from its from_day to
+    `last_day`, equal to those of `group_daily` over all the inputs. `carried`: `carried_ends` of the
+    group's row the day before from_day, null when it had none (then no activity of the group came
+    before from_day, and its rows start at its first activity). The other inputs need hold only their
+    rows from each group's from_day on (earlier ones are left out here)."""
+    since = starts.select(*GROUP, F.col("from_day").cast("timestamp").alias("_since"))
+    commits = _from_since(filter_uncounted_commits(offset_commits), since, "record_at")
+    group_records = _from_since(
+        generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset"), since, "recorded_at"
+    )
+    first_days = _activity_times(commits, group_records).groupBy(*GROUP).agg(F.min(F.to_date("at")).alias("first_day"))
+    has_carry = F.col(CARRIED).isNotNull()
+    days = (
+        starts.join(first_days, on=list(GROUP), how="left")
+        .select(
+            *GROUP,
+            F.when(has_carry, F.col("from_day")).otherwise(F.greatest("first_day", "from_day")).alias("first_day"),
+            F.lit(last_day).alias("last_day"),
+            CARRIED,
+        )
+        .where(F.col("first_day") <= F.col("last_day"))
+        .select(*GROUP, F.explode(F.sequence("first_day", "last_day", F.expr("INTERVAL 1 DAY"))).alias("day"), CARRIED)
+        .withColumn("day_end", F.date_add("day", 1).cast("timestamp"))
+    )
+    return _daily_rows(
+        days,
+        commits,
+        group_records,
+        rebalances,
+        lag_rows,
+        group_status_rows,
+        stale_after_days=stale_after_days,
+        offsets_retention_minutes=offsets_retention_minutes,
+        expiry_warning_hours=expiry_warning_hours,
+    )
+
+
+def last_activity_day(generations: DataFrame, offset_commits: DataFrame) -> DataFrame:
+    """One row (last_day): the last day any group has activity, the day `group_daily` rows reach when no
+    evaluation day is given (null without activity)."""
+    commits = filter_uncounted_commits(offset_commits)
+    group_records = generations.select(*GROUP, "recorded_at")
+    return _activity_times(commits, group_records).agg(F.max(F.to_date("at")).alias("last_day"))
+
+
+def _from_since(rows: DataFrame, since: DataFrame, at: str) -> DataFrame:
+    return rows.join(since, on=list(GROUP), how="inner").where(F.col(at) >= F.col("_since")).drop("_since")
+
+
+def _activity_times(commits: DataFrame, group_records: DataFrame) -> DataFrame:
+    return commits.select(*GROUP, F.col("record_at").alias("at")).unionByName(
         group_records.select(*GROUP, F.col("recorded_at").alias("at"))
     )
-    days = _days(activity, as_of)
+
+
+def _daily_rows(
+    days: DataFrame,
+    commits: DataFrame,
+    group_records: DataFrame,
+    rebalances: DataFrame,
+    lag_rows: DataFrame,
+    group_status_rows: DataFrame,
+    *,
+    stale_after_days: int,
+    offsets_retention_minutes: int,
+    expiry_warning_hours: int,
+) -> DataFrame:
+    """(group, day, day_end, carried) -> group_daily rows; the ends of each day are the latest commit and
+    group record at or before day_end, else what was carried from before the first day given."""
     ends = latest_at_or_before(
         latest_at_or_before(days, _last_commit_candidates(commits), GROUP, "day_end", "record_at", "last_commit"),
         group_records,
@@ -124,10 +236,14 @@ def group_daily(
         "group",
         event_order=("source_offset",),
     )
-    last_commit_at = F.col("last_commit.record_at")
-    state = F.col("group.state")
+    last_commit_at = F.coalesce(F.col("last_commit.record_at"), F.col(f"{CARRIED}.last_commit_at"))
+    has_group_record = F.col("group").isNotNull()
+    state = F.when(has_group_record, F.col("group.state")).otherwise(F.col(f"{CARRIED}.group_state"))
     empty_since = F.coalesce(F.col("group.join_completed_at"), F.col("group.recorded_at"))
-    expire_at = F.when(state == F.lit(STATE_EMPTY), _plus_minutes(empty_since, offsets_retention_minutes)).when(
+    empty_expire_at = F.when(has_group_record, _plus_minutes(empty_since, offsets_retention_minutes)).otherwise(
+        F.col(f"{CARRIED}.empty_expire_at")
+    )
+    expire_at = F.when(state == F.lit(STATE_EMPTY), empty_expire_at).when(
         state.isNull() & last_commit_at.isNotNull(), _plus_minutes(last_commit_at, offsets_retention_minutes)
     )
     days_since = F.floor((F.unix_micros("day_end") - F.unix_micros(last_commit_at)) / F.lit(MICROS_PER_DAY))
@@ -135,7 +251,7 @@ def group_daily(
     return (
         ends.join(_activity(commits, rebalances), on=list(GROUP_DAY), how="left")
         .join(_lag_and_status(lag_rows, group_status_rows), on=list(GROUP_DAY), how="left")
-        .withColumn("offsets_expire_at", expire_at)
+        .withColumns({"offsets_expire_at": expire_at, "group_state": state, "last_commit_at": last_commit_at})
         .select(
             *GROUP_DAY,
             F.coalesce("commit_count", F.lit(0)).alias("commit_count"),
@@ -146,8 +262,8 @@ def group_daily(
             "max_time_lag_seconds",
             "p95_time_lag_seconds",
             "worst_status",
-            state.alias("group_state"),
-            last_commit_at.alias("last_commit_at"),
+            "group_state",
+            "last_commit_at",
             days_since.cast("int").alias("days_since_last_commit"),
             F.coalesce(days_since >= F.lit(stale_after_days), F.lit(False)).alias("is_stale"),
             "offsets_expire_at",
@@ -155,6 +271,6 @@ def group_daily(
                 (F.col("offsets_expire_at") > F.col("day_end")) & (F.col("offsets_expire_at") <= warning_end),
                 F.lit(False),
             ).alias("is_expiring_soon"),
-            F.coalesce(state == F.lit(STATE_DELETED), F.lit(False)).alias("is_deleted"),
+            F.coalesce(F.col("group_state") == F.lit(STATE_DELETED), F.lit(False)).alias("is_deleted"),
         )
     )

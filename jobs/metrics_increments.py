@@ -1,0 +1,233 @@
+"""The metrics step continuing from its tables: a night evaluates again only what its changes reach.
+
+Watermark: every commit of a metrics table carries the note {input table: version covered} for silver
+offset_commits, ops end_offsets, gold generations and rebalances, and `last_day` (the last day the
+group_daily rows reach, days since 1970-01-01, -1 for none). group_daily is written last, so its note is
+the step's: a run killed before it starts again from the same versions, and every table it rewrites
+comes out the same (each is rebuilt from inputs, or copied where nothing reached it).
+
+A night, for one cluster (transforms/gold/metrics_carry.py says why each part is exact):
+1. Changes: offset_commits and end_offsets through the Change Data Feed since the covered versions;
+   generations and rebalances (whose feed may be off) as the difference between the covered version and
+   now of the few columns group_daily reads.
+2. lag, consumer_status: each group partition a change reaches, from its start on, from the carried
+   records (metrics_carry) + silver's records from the night's earliest start on (late data: the group
+   partition's whole history), and its topic partition's snapshots from `snapshot_lookback` before
+   (all of them where that may leave out one an evaluation needs).
+3. lag_daily from the day of each group topic's start, group_status from the window of each group's,
+   group_daily from the first day each group's changes reach, and every group's new days (as_of moved).
+Each table is written in one replaceWhere commit from the earliest time rebuilt: the rows rebuilt + the
+table's own rows there that nothing reached.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config, GoldSettings
+from jobs.metrics_days import continue_group_daily, last_day_reached
+from jobs.metrics_writes import (
+    CARRY,
+    LAST_DAY,
+    STEP,
+    as_text,
+    day_number,
+    day_of,
+    earliest,
+    replace_from_starts,
+    rows_since,
+    write_table,
+)
+from jobs.runs import JobRun
+from jobs.tables import END_OFFSETS, cluster_rows
+from jobs.watermarks import ChangesUnavailable, changes_since, note
+from schemas import gold, ops
+from schemas.metrics_carry import metrics_carry_schema
+from transforms.gold import lag, metrics_carry, status
+from transforms.gold.generations import GROUP
+from transforms.gold.offsets import OFFSET_KEY, PARTITION
+from transforms.gold.snapshot_horizon import records_seen_by_snapshots
+
+# How far before what a night evaluates its snapshots are read; a topic partition where that may not be
+# enough (checked) is read whole.
+SNAPSHOT_LOOKBACK = timedelta(days=1)
+UNCERTAIN_TIME_LAG = (lag.METHOD_LOWER_BOUND, lag.METHOD_TOO_FEW_POINTS)
+HISTORY_COLUMNS = {
+    "generations": ("recorded_at", "state", "join_completed_at", "source_offset"),
+    "rebalances": ("completed_at", "moved_partition_count"),
+}
+
+
+def input_changes(spark: SparkSession, config: Config, name: str, covered: int, now: int, schema) -> DataFrame:
+    """The cluster's rows of a silver or ops input inserted, updated or deleted after version `covered`."""
+    if now == covered:
+        return spark.createDataFrame([], schema).withColumn("_change_type", F.lit(""))
+    if now < covered:
+        raise ChangesUnavailable(f"{config.table(name)}: version {now} is before the covered {covered}")
+    return changes_since(spark, config.table(name), covered, now).where(F.col("cluster") == F.lit(config.cluster))
+
+
+def history_changes(spark: SparkSession, config: Config, name: str, covered: int, now: int) -> DataFrame:
+    """Rows of a gold history table (the columns group_daily reads) in one of its covered and current
+    versions and not the other, with `is_removed` for the covered side."""
+    columns = ["cluster", "group_id", *HISTORY_COLUMNS[name]]
+    current = cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]).select(*columns)
+    if covered == now:
+        return current.limit(0).withColumn("is_removed", F.lit(False))
+    if covered < 0:
+        before = current.limit(0)
+    else:
+        try:
+            before = (
+                spark.read.format("delta")
+                .option("versionAsOf", covered)
+                .table(config.table(name))
+                .where(F.col("cluster") == F.lit(config.cluster))
+                .select(*columns)
+            )
+            before.schema  # noqa: B018 -- resolving the plan is what checks the version is there
+        except Exception as error:
+            raise ChangesUnavailable(f"{config.table(name)}: version {covered} is gone") from error
+    return (
+        before.exceptAll(current)
+        .withColumn("is_removed", F.lit(True))
+        .unionByName(current.exceptAll(before).withColumn("is_removed", F.lit(False)))
+    )
+
+
+def evaluate_group_partitions(
+    spark: SparkSession,
+    config: Config,
+    run: JobRun,
+    starts: DataFrame,
+    settings: GoldSettings,
+    snapshot_lookback: timedelta,
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The lag and consumer_status rows of the group partitions in `starts` from their start on, and
+    their new carry rows."""
+    commits = cluster_rows(spark, config, "offset_commits")
+    hows = {row["how"]: row["count"] for row in starts.groupBy("how").count().collect()}
+    run.counts["metrics_group_partitions_continued"] = hows.get(metrics_carry.CONTINUE, 0)
+    run.counts["metrics_group_partitions_whole"] = hows.get(metrics_carry.WHOLE, 0)
+    continuing_from = earliest(starts.where(F.col("how") == F.lit(metrics_carry.CONTINUE)))
+    recent = commits.limit(0)
+    if continuing_from is not None:
+        recent = commits.where(
+            (F.col("record_at") >= F.lit(continuing_from).cast("timestamp")) | F.col("record_at").isNull()
+        )
+    whole = commits if hows.get(metrics_carry.WHOLE) else commits.limit(0)
+    carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
+    records = metrics_carry.records_to_evaluate(carry, recent, whole, starts).localCheckpoint()
+
+    end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
+    needed = metrics_carry.snapshots_needed_from(records, starts).localCheckpoint()
+    lookback_micros = F.lit(int(snapshot_lookback.total_seconds() * 1_000_000))
+    window_from = needed.agg(
+        as_text(F.timestamp_micros(F.unix_micros(F.min("needed_from_at")) - lookback_micros))
+    ).first()[0]
+    window = end_offsets.join(needed.select(*PARTITION), on=list(PARTITION), how="left_semi")
+    if window_from is not None:
+        window = window.where(F.col("observed_at") >= F.lit(window_from).cast("timestamp"))
+    window = window.localCheckpoint()
+    whole_partitions = metrics_carry.partitions_short_of_snapshots(
+        window, needed, intervals=settings.status_intervals
+    ).localCheckpoint()
+    for _ in range(2):  # the second round reads whole the partitions the first found time lag needs more of
+        snapshots = (
+            window.join(whole_partitions, on=list(PARTITION), how="left_anti")
+            .unionByName(end_offsets.join(whole_partitions, on=list(PARTITION), how="left_semi"))
+            .localCheckpoint()
+        )
+        seen = records_seen_by_snapshots(
+            records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+        ).localCheckpoint()
+        lag_rows = metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at").localCheckpoint()
+        # A time lag found without a point at or below the committed offset may have one before the window.
+        uncertain = (
+            lag_rows.where(F.col("time_lag_method").isin(*UNCERTAIN_TIME_LAG))
+            .select(*PARTITION)
+            .distinct()
+            .join(whole_partitions, on=list(PARTITION), how="left_anti")
+            .localCheckpoint()
+        )
+        if uncertain.isEmpty():
+            break
+        whole_partitions = whole_partitions.unionByName(uncertain).localCheckpoint()
+    run.counts["metrics_topic_partitions_read_whole"] = whole_partitions.count()
+    status_rows = status.consumer_status(
+        lag_rows,
+        seen,
+        snapshots,
+        intervals=settings.status_intervals,
+        min_distance_ms=settings.status_min_distance_ms,
+        allowed_lag=settings.status_allowed_lag,
+        minimum_complete=settings.status_minimum_complete,
+    )
+    tails = metrics_carry.carry_tails(
+        records, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+    )
+    carry_rows = carry.join(starts, on=list(OFFSET_KEY), how="left_anti").unionByName(tails.select(*carry.columns))
+    return lag_rows, status_rows, carry_rows
+
+
+def continue_metrics(
+    spark: SparkSession,
+    config: Config,
+    run: JobRun,
+    covered: dict[str, int],
+    versions: dict[str, int],
+    snapshot_lookback: timedelta = SNAPSHOT_LOOKBACK,
+) -> None:
+    """One night from the covered versions to `versions` (see the module docstring). Raises
+    ChangesUnavailable when an input's changes since then cannot be read: the caller starts over."""
+    settings = config.gold_settings()
+    commits_changed = input_changes(
+        spark, config, "offset_commits", covered["offset_commits"], versions["offset_commits"],
+        cluster_rows(spark, config, "offset_commits").schema,
+    ).localCheckpoint()  # fmt: skip
+    snapshots_changed = input_changes(
+        spark, config, END_OFFSETS, covered[END_OFFSETS], versions[END_OFFSETS], ops.end_offsets_schema
+    ).localCheckpoint()
+    history_changed = {
+        name: history_changes(spark, config, name, covered[name], versions[name]).localCheckpoint()
+        for name in HISTORY_COLUMNS
+    }
+    carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
+    starts = metrics_carry.group_partition_starts(
+        commits_changed, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
+    ).localCheckpoint()
+    last_day = last_day_reached(
+        spark, config, day_of(covered[LAST_DAY]), commits_changed, history_changed["generations"]
+    )
+    commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
+
+    lag_rows, status_rows, carry_rows = evaluate_group_partitions(
+        spark, config, run, starts, settings, snapshot_lookback
+    )
+    write_table(spark, config, CARRY, carry_rows.localCheckpoint(), commit_note, "")
+    replace_from_starts(spark, config, "lag", lag_rows, starts, "observed_at", OFFSET_KEY, commit_note)
+    replace_from_starts(spark, config, "consumer_status", status_rows, starts, "evaluated_at", OFFSET_KEY, commit_note)
+
+    topic_days = metrics_carry.topic_day_starts(starts).localCheckpoint()
+    lag_since = rows_since(
+        cluster_rows(spark, config, "lag"), topic_days, "observed_at", ("cluster", "group_id", "topic")
+    )
+    replace_from_starts(
+        spark, config, "lag_daily", lag.lag_daily(lag_since), topic_days.withColumn("start_at", F.to_date("start_at")),
+        "day", ("cluster", "group_id", "topic"), commit_note,
+    )  # fmt: skip
+    windows = metrics_carry.group_window_starts(starts, settings.status_window_minutes).localCheckpoint()
+    status_since = rows_since(
+        cluster_rows(spark, config, "consumer_status"), windows.drop("start_at"), "evaluated_at", GROUP, "read_from_at"
+    )
+    replace_from_starts(
+        spark, config, "group_status", status.group_status(status_since, settings.status_window_minutes), windows,
+        "evaluated_at", GROUP, commit_note,
+    )  # fmt: skip
+    days_changed = metrics_carry.group_change_days(
+        commits_changed, history_changed["generations"], history_changed["rebalances"], starts
+    )
+    continue_group_daily(spark, config, run, days_changed, day_of(covered[LAST_DAY]), last_day, commit_note)
