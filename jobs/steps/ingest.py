@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.ingest_plan import FileRead, ReadPlan, file_states, holds_other_sources, plan_reads
@@ -106,13 +107,24 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
     # them joins the rows with the whole table, so it is done only where copies can exist; otherwise
     # the only records held already are pending ones whose transaction has resolved, or none.
     if plan.repeats_records or inputs_may_repeat_records(config) or holds_other_sources(spark, config):
-        rows = rows.dropDuplicates(["cluster", "record_id"])
+        rows = one_copy_per_record(rows)
         merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
     elif plan.has_pending:
         merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=True)
     else:
         rows.write.format("delta").mode("append").save(table_location(spark, table))
     return run.count_rows(RAW_RECORDS)
+
+
+def one_copy_per_record(rows: DataFrame) -> DataFrame:
+    """One row per record id: a copy whose transaction has resolved over a pending one (a backup cut
+    before the marker beside the live log), otherwise the first by file, so that any run keeps the same."""
+    preference = Window.partitionBy("cluster", "record_id").orderBy(
+        F.coalesce(F.col("txn_state") == F.lit(TXN_PENDING), F.lit(False)).asc(),
+        F.col("source_file").asc_nulls_last(),
+        F.col("batch_position").asc_nulls_last(),
+    )
+    return rows.withColumn("_copy", F.row_number().over(preference)).where(F.col("_copy") == 1).drop("_copy")
 
 
 def merge_raw_rows(spark: SparkSession, table: str, rows: DataFrame, cluster: str, only_pending_matches: bool) -> None:
