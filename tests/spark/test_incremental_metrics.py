@@ -9,8 +9,8 @@ Change Data Feed on, changed night by night the way the decode and end_offsets s
 (appends; a transaction resolved later is an UPDATE of txn_state; a forget is a DELETE); gold
 generations and rebalances are the jobs' own history builder over the same cut. Nights: a first run from
 scratch; transactional commits appended pending; new snapshots only, with those transactions resolved
-(committed and aborted); nothing new; late commits and a late snapshot; rows deleted from silver; the
-run date moving with no new data; and that night again (idempotence).
+(committed and aborted); nothing new (the same night again: idempotence); late commits and a late
+snapshot with rows deleted from silver; the run date moving with no new data.
 """
 
 from __future__ import annotations
@@ -118,12 +118,15 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
         first, last = spans[day]
         return first + int((last - first) * fraction)
 
-    cut_1, cut_2, cut_3, cut_4 = within(0, 0.6), within(1, 0.5), within(2, 0.5), spans[-1][1]
+    commits = lab["offset_commits"]
+    transactional = commits.where(F.col("txn_state").isNotNull() & _micros("record_at").between(*spans[1]))
+    last_transactional = transactional.agg(F.max(_micros("record_at"))).first()[0]
+    # The second cut follows the transactions capture's last transactional commit: all are pending that night.
+    cut_1, cut_2, cut_3, cut_4 = within(0, 0.6), last_transactional, within(2, 0.5), spans[-1][1]
     held_snapshot = sorted(
         row[0] for row in lab[END_OFFSETS].where(_micros("observed_at") < F.lit(cut_1))
         .select(_micros("observed_at")).distinct().collect()
     )[1]  # fmt: skip
-    commits = lab["offset_commits"]
     is_late = (F.col("group_id") == F.lit(LATE_GROUP)) & (_micros("record_at") > F.lit(cut_1))
     is_forgotten = (F.col("group_id") == F.lit(FORGOTTEN_GROUP)) & (_micros("record_at") <= F.lit(cut_1))
     first_pending = F.col("txn_state").isNotNull() & _micros("record_at").between(cut_1 + 1, cut_2)
@@ -133,11 +136,9 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
         (cut_1, cut_1, False, True, True, False, day_after[0]),
         (cut_2, cut_2, True, True, True, False, day_after[1]),  # transactional commits appended pending
         (cut_2, cut_3, False, True, True, False, day_after[1]),  # new snapshots only; transactions resolved
-        (cut_2, cut_3, False, True, True, False, day_after[1]),  # nothing new
-        (cut_3, cut_3, False, False, False, False, day_after[2]),  # late commits and a late snapshot
-        (cut_4, cut_4, False, False, False, True, day_after[4]),  # rows deleted from silver
+        (cut_2, cut_3, False, True, True, False, day_after[1]),  # nothing new: the same night again
+        (cut_4, cut_4, False, False, False, True, day_after[4]),  # late commits and snapshot; rows deleted
         (cut_4, cut_4, False, False, False, True, day_after[4] + timedelta(days=3)),  # time alone
-        (cut_4, cut_4, False, False, False, True, day_after[4] + timedelta(days=3)),  # the same night again
     ]
     nights = []
     for commit_cut, snapshot_cut, pending, late, late_snapshot, forgotten, run_date in plan:
@@ -152,11 +153,13 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
         if late_snapshot:
             snapshots = snapshots.where(_micros("observed_at") != F.lit(held_snapshot))
         history = {name: lab[name].where(_micros("record_at") <= F.lit(commit_cut)) for name in HISTORY_SILVER}
-        nights.append({"offset_commits": rows, END_OFFSETS: snapshots, **history, "run_date": run_date})
+        nights.append(
+            {"offset_commits": rows, END_OFFSETS: snapshots, **history, "run_date": run_date, "cut": commit_cut}
+        )
     return nights
 
 
-def apply_changes(spark, config, night: dict) -> None:
+def apply_changes(spark, config, night: dict, history_changed: bool) -> set[str]:
     """Silver and ops as the decode and end_offsets steps leave them: new rows appended, transactions
     resolved by an UPDATE of txn_state, forgotten rows deleted; gold history rebuilt over the same cut."""
     name = config.table("offset_commits")
@@ -180,6 +183,9 @@ def apply_changes(spark, config, night: dict) -> None:
     night[END_OFFSETS].join(
         snapshots, on=["cluster", "topic", "partition", "observed_at"], how="left_anti"
     ).write.format("delta").mode("append").saveAsTable(config.table(END_OFFSETS))
+    states = {row.txn_state for row in resolved}
+    if not history_changed and not resolved and not gone:
+        return states
     silver_now = {"offset_commits": spark.table(name), **{key: night[key] for key in HISTORY_SILVER}}
 
     def store(table: str, rows: DataFrame) -> DataFrame:
@@ -191,6 +197,7 @@ def apply_changes(spark, config, night: dict) -> None:
 
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     build_history(silver_now, no_topic_ids, config.gold_settings(), store)
+    return states
 
 
 def _append(spark, table: str, rows: DataFrame) -> None:
@@ -229,12 +236,14 @@ def nights(spark, spark_config, lab):
         change_feed=True,
     )  # fmt: skip
     ensure_table(spark, config.table(END_OFFSETS), ops.end_offsets_schema, partition_by=("cluster",), change_feed=True)
-    results = []
+    results, cuts = [], []
     for night in nights_inputs(tables, spans):
         night_config = replace(config, run_date=night["run_date"])
-        apply_changes(spark, night_config, night)
+        resolved = apply_changes(spark, night_config, night, history_changed=night["cut"] not in cuts[-1:])
+        cuts.append(night["cut"])
         counts = run_metrics(spark, night_config)
-        results.append((counts, tables_of(spark, night_config)))
+        pending = spark.table(config.table("offset_commits")).where(F.col("txn_state") == F.lit("pending")).count()
+        results.append(({**counts, "resolved": resolved, "pending": pending}, tables_of(spark, night_config)))
     return night_config, results
 
 
@@ -264,25 +273,33 @@ def test_every_night_after_the_first_continues_from_the_tables(spark, nights):
     assert covered_versions(spark, config.table("group_daily"), "metrics", CLUSTER) is not None
 
 
-def test_a_night_with_nothing_new_evaluates_nothing_again(nights):
+def test_the_same_night_twice_evaluates_nothing_again_and_changes_nothing(nights):
     _, results = nights
     counts = results[3][0]
     assert counts["metrics_group_partitions_continued"] + counts["metrics_group_partitions_whole"] == 0
     assert results[3][1] == results[2][1]
 
 
-def test_late_data_and_deleted_rows_rebuild_group_partitions_whole(nights):
+def test_transactions_appended_pending_are_resolved_committed_and_aborted_the_next_night(nights):
     _, results = nights
-    assert results[4][0]["metrics_group_partitions_whole"] > 0  # late commits and a late snapshot
-    assert results[5][0]["metrics_group_partitions_whole"] > 0  # rows deleted from silver
+    assert results[1][0]["pending"] > 0
+    assert results[2][0]["resolved"] >= {"committed", "aborted"}
 
 
-def test_the_same_night_twice_gives_the_same_tables(nights):
+def test_new_snapshots_continue_and_late_data_rebuilds_group_partitions_whole(nights):
     _, results = nights
-    assert results[7][1] == results[6][1]
+    assert results[2][0]["metrics_group_partitions_continued"] > 0  # new snapshots, transactions resolved
+    assert results[4][0]["metrics_group_partitions_whole"] > 0  # late commits and snapshot, deleted rows
+
+
+def test_time_alone_adds_days_to_every_group(nights):
+    _, results = nights
+    assert results[5][0]["metrics_groups_rebuilt"] > 0
+    assert len(results[5][1]["group_daily"]) > len(results[4][1]["group_daily"])
 
 
 @pytest.mark.parametrize("table", [*METRICS_TABLES, CARRY])
 def test_nights_equal_one_run_from_scratch_over_the_final_inputs(nights, from_scratch, table):
     _, results = nights
+    assert from_scratch[table], f"{table} is empty: the comparison would prove nothing"
     assert results[-1][1][table] == from_scratch[table]
