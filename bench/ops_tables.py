@@ -1,9 +1,10 @@
 """Loads a generator output's end-offset snapshots and topic ids into a warehouse's ops tables.
 
-    .venv/bin/python -m bench.ops_tables DATA WAREHOUSE [--database NAME] [--cluster NAME]
+    .venv/bin/python -m bench.ops_tables DATA WAREHOUSE [--database NAME] [--cluster NAME] [--only TABLE]
 
 What a capture job would have written before the nightly run: `end_offsets` (the metrics job's
-snapshots) and `topic_ids` (names for KIP-848 topic ids), as Delta tables in the catalog. A process
+snapshots) and `topic_ids` (names for KIP-848 topic ids), as Delta tables in the catalog; `--only
+topic_ids` for a benchmark that gives the nightly its end offsets night by night (bench/nights.py). A process
 of its own, because the embedded metastore serves one process at a time.
 """
 
@@ -28,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("warehouse", type=Path)
     parser.add_argument("--database", default="bench")
     parser.add_argument("--cluster", default="bench")
+    parser.add_argument("--only", choices=(END_OFFSETS, TOPIC_IDS), help="load this table alone")
     args = parser.parse_args(argv)
     config = load_config(
         overrides={"storage": {"warehouse_dir": str(args.warehouse)}, "catalog": {"database": args.database}}
@@ -38,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             (END_OFFSETS, end_offsets_schema, args.data / "end_offsets.parquet"),
             (TOPIC_IDS, topic_ids_schema, args.data / "topic_ids.parquet"),
         ):
+            if args.only not in (None, name):
+                continue
             rows = spark.read.parquet(str(path)).withColumn("cluster", F.lit(args.cluster))
             table = config.table(name)
             ensure_table(spark, table, schema, partition_by=("cluster",))
