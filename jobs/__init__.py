@@ -14,4 +14,5 @@ JOBS = {
     "metrics": "offset and time lag, daily summaries, consumer and group status",
     "views": "create the SQL views of sql/",
     "maintenance": "weekly: OPTIMIZE, VACUUM, raw retention",
+    "forget": "undo an input: --source-file PATH or --capture-run ID, and all derived from it",
 }

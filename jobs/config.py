@@ -195,6 +195,9 @@ def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:
             metavar="PATH",
             help="load end_offsets.json files (or directories holding them) instead of asking the cluster",
         )
+    if job == "forget":
+        arguments.add_argument("--source-file", nargs="+", dest="source_files", metavar="PATH", default=())
+        arguments.add_argument("--capture-run", nargs="+", dest="capture_runs", metavar="RUN_ID", default=())
     arguments.add_argument(
         "--conf",
         type=Path,
@@ -252,6 +255,8 @@ def parse_arguments(
     try:
         config = config_from_args(args)
         check_inputs(config)
+        if job == "forget" and not (args.source_files or args.capture_runs):
+            raise ConfigError("forget needs --source-file PATH or --capture-run RUN_ID: what to forget")
         for path in getattr(args, "from_files", None) or ():
             if not path.exists():
                 raise ConfigError(f"--from-files: {path} does not exist; give end_offsets.json files or their folders")

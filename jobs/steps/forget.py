@@ -1,0 +1,50 @@
+"""Forget: remove one input's raw records and everything derived from them, then bring the derived
+tables up to date, as if that input had never been read."""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config
+from jobs.runs import JobRun
+from jobs.segment_files import as_source_file
+from jobs.steps.decode import decode
+from jobs.steps.history import history
+from jobs.steps.metrics import metrics
+from jobs.steps.views import create_views
+from jobs.tables import RAW_RECORDS, cluster_rows
+
+
+def forgotten(source_files: tuple[str, ...], capture_runs: tuple[str, ...]) -> Column:
+    """The raw records read from those files (or landed tables) or by those runs."""
+    names = [as_source_file(path) if "://" not in path else path for path in source_files]
+    return F.col("source_file").isin([*names, *source_files]) | F.col("capture_run_id").isin(list(capture_runs))
+
+
+def forget(
+    spark: SparkSession, config: Config, run: JobRun, source_files: tuple[str, ...], capture_runs: tuple[str, ...]
+) -> None:
+    """Deletes the records in one commit; decode then deletes their silver rows (a delete from raw other
+    than by retention is undone downstream), and history and metrics rebuild the groups they touched.
+    A kill at any point leaves a state the next run of this job, or the next nightly, completes."""
+    condition = (F.col("cluster") == F.lit(config.cluster)) & forgotten(source_files, capture_runs)
+    count = cluster_rows(spark, config, RAW_RECORDS).where(condition).count()
+    run.counts["raw_records_forgotten"] = count
+    if count:
+        DeltaTable.forName(spark, config.table(RAW_RECORDS)).delete(condition)
+        run.progress("forget", f"{count:,} raw record(s) deleted")
+    else:
+        # Already forgotten (a rerun after a kill, which the steps below complete) or never read.
+        run.progress(
+            "forget",
+            f"no raw record of cluster {config.cluster!r} came from {', '.join([*source_files, *capture_runs])}"
+            " (raw_records.source_file and capture_run_id name what was read); bringing the tables up to date",
+        )
+    for stage, step in (("decode", decode), ("history", history), ("metrics", metrics)):
+        run.progress(stage)
+        step(spark, config, run)
+    create_views(spark, config)
+    if any("://" not in path for path in source_files):
+        run.progress("forget", "remove the file from input.segment_paths, or the next ingest reads it again")

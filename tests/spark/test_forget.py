@@ -1,0 +1,63 @@
+"""forget: a mistaken input undone leaves every table as a run that never saw it would have."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+from pyspark.sql import functions as F
+
+from jobs.runs import JOB_RUNS, JobRun
+from jobs.steps.forget import forget
+from jobs.steps.nightly import nightly
+from tests.conftest import REPO_ROOT
+from tests.delta_compare import table_rows
+
+QUICKSTART = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "quickstart"
+CLUSTER = "forgetful"
+
+
+def run_step(spark, config, job, step) -> dict:
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.database}")
+    with JobRun(spark, config, job) as run:
+        step(spark, config, run)
+    (row,) = spark.table(config.table(JOB_RUNS)).where(F.col("run_id") == run.run_id).collect()
+    assert row.outcome == "succeeded", row.message
+    return json.loads(row.counts_json)
+
+
+def tables(spark, database: str) -> dict[str, list[str]]:
+    """Every Delta table of the database but job_runs, row by row (capture run ids left out)."""
+    names = [table.name for table in spark.catalog.listTables(database) if table.tableType != "VIEW"]
+    location = spark.catalog.getDatabase(database).locationUri.removeprefix("file:")
+    return {name: table_rows(spark, f"{location}/{name}") for name in names if name != JOB_RUNS}
+
+
+def test_forgetting_a_junk_file_leaves_the_tables_of_a_run_that_never_read_it(spark, spark_config, tmp_path):
+    junk = tmp_path / "mistake" / "00000000000000000000.log"
+    junk.parent.mkdir()
+    junk.write_bytes(random.Random(20).randbytes(3000))
+    sections = {**spark_config.sections, "end_offsets": {"files": [str(QUICKSTART / "end_offsets.json")]}}
+    sample_only = replace(spark_config, cluster=CLUSTER, database="forget_never", sections=sections,
+                          segment_paths=(str(QUICKSTART / "segments"),))  # fmt: skip
+    mistaken = replace(sample_only, database="forget_undone", segment_paths=(*sample_only.segment_paths, str(junk)))
+
+    run_step(spark, sample_only, "nightly", nightly)
+    counts = run_step(spark, mistaken, "nightly", nightly)
+    assert counts["quarantine"] > 0, "the junk file's bytes are quarantined"
+    forgotten = run_step(
+        spark, mistaken, "forget", lambda s, c, r: forget(s, c, r, source_files=(str(junk),), capture_runs=())
+    )
+
+    assert forgotten["raw_records_forgotten"] == counts["quarantine"]
+    never, undone = tables(spark, "forget_never"), tables(spark, "forget_undone")
+    assert sorted(never) == sorted(undone) and len(never) > 15
+    assert {name: rows for name, rows in undone.items() if rows != never[name]} == {}
+
+    # Again (a rerun after a kill finds nothing to delete and completes the rest): still equal.
+    again = run_step(
+        spark, mistaken, "forget", lambda s, c, r: forget(s, c, r, source_files=(str(junk),), capture_runs=())
+    )
+    assert again["raw_records_forgotten"] == 0
+    assert tables(spark, "forget_undone") == never
