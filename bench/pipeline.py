@@ -31,12 +31,13 @@ _PROGRESS = re.compile(r"^\[nightly\s+(?P<seconds>[\d.]+)s\] (?P<stage>\w+)")
 
 
 def stage_seconds(log: str, total: float) -> dict[str, float]:
-    """Each stage's duration, from the nightly's progress lines (`[nightly  12.3s] decode`)."""
-    starts = {}
+    """Each stage's duration, from the nightly's progress lines (`[nightly  12.3s] decode`). A stage
+    starts at its first line: later ones (`[nightly  24.1s] ingest: 0 new file(s), ...`) report on it."""
+    starts: dict[str, float] = {}
     for line in log.splitlines():
         match = _PROGRESS.match(line)
         if match and match["stage"] in STAGES:
-            starts[match["stage"]] = float(match["seconds"])
+            starts.setdefault(match["stage"], float(match["seconds"]))
     ends = [*[starts[stage] for stage in STAGES[1:] if stage in starts], total]
     return {stage: end - starts[stage] for stage, end in zip(STAGES, ends, strict=False) if stage in starts}
 
