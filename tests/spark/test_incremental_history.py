@@ -1,0 +1,224 @@
+"""Incremental history equals a from-scratch rebuild, night after night, on real lab captures.
+
+Four captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
+producer's group, four lifecycle groups) make one cluster of seven groups. Their silver rows are cut
+into nights by position in the log (source_partition, source_offset: the log as it stood at a moment)
+and appended night by night to real Delta silver tables with Change Data Feed on, the way the
+incremental decode appends them; the history step runs after each night. Along the way:
+- night 1 ends between the two rounds of a cooperative rebalance, and inside the KIP-848 handover;
+- night 2 completes the rounds, appends transactional commits as pending and goes on with the handover;
+- night 3 resolves the transactions (a Delta UPDATE of txn_state, as decode does when the marker comes),
+  brings a late backup of a partition's oldest records, forgets a group (its silver rows deleted), ends
+  the handover, and brings commits that no rebalance reads (their group is not rebuilt);
+- night 4 brings nothing new: the same run as night 3's again.
+Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
+and column by column, what `--full` (a rebuild from scratch over the same silver) gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from jobs.config import load_config
+from jobs.runs import JobRun
+from jobs.steps import history as history_step
+from jobs.steps.decode import SILVER_SCHEMAS
+from jobs.steps.ingest import read_inputs
+from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, cluster_rows, ensure_table, materialized
+from jobs.tables import table_location as location_of
+from tests.delta_compare import canonical
+from tests.lab_tables import CAPTURES
+from transforms import silver
+from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING
+
+DATABASE = "groupscope_incremental_history"
+CLUSTER = "nights"
+SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle")
+GROUPS = 7
+NIGHTS = 4
+NEVER = 99  # the night of rows a scenario never appends (none today; keeps night_of total)
+
+
+def _night(position: Column, cuts: list[tuple[int, int]]) -> Column:
+    """The first night whose cut (night, last source_offset) the position is at or before."""
+    night = F.lit(NEVER)
+    for number, last_offset in reversed(cuts):
+        night = F.when(position <= F.lit(last_offset), F.lit(number)).otherwise(night)
+    return night
+
+
+def night_of() -> Column:
+    """Each record's night, by its place in its partition's log (see the module docstring)."""
+    partition, offset = F.col("source_partition"), F.col("source_offset")
+    return (
+        # cooperative-sticky: generation 2 (offset 12) revokes, 3 (13) assigns: the two rounds fall on
+        # two nights. After offset 24 (its last group record) only commits.
+        F.when(partition == 37, _night(offset, [(1, 12), (2, 24), (3, 10**9)]))
+        # kip848-handover: night 1 ends after the newcomer's first current assignment (11), before the
+        # old member releases (16, 17); night 2 ends on the next epoch's bump (20), before its target.
+        .when(partition == 27, _night(offset, [(1, 11), (2, 20), (3, 10**9)]))
+        # transactions: the group's first generation on night 1, its commits and its end on night 2.
+        .when(partition == 28, _night(offset, [(1, 1), (2, 10**9)]))
+        # lifecycle: life-empty's first two records (offsets 0 and 1 of partition 32) are a backup
+        # found on night 3, after its later records came on night 1; partition 10 comes on night 2.
+        .when(partition == 32, F.when(offset <= 1, F.lit(3)).otherwise(F.lit(1)))
+        .when(partition == 10, F.lit(2))
+        .when(partition == 16, F.lit(1))
+        .otherwise(F.lit(NEVER))
+    )
+
+
+FORGOTTEN_GROUP = "life-expired"  # forgotten on night 3
+PENDING_NIGHT = 2  # transactional commits resolved on that night are appended as pending, resolved the next
+
+
+def lab_silver(spark) -> dict[str, DataFrame]:
+    """The scenarios' silver rows (as decode makes them) in one cluster, each with its `night`."""
+    raw = None
+    for scenario in SCENARIOS:
+        path = CAPTURES / "kafka-4.2.1" / scenario
+        config = load_config(overrides={"input": {"cluster": scenario, "segment_paths": [str(path)]}})
+        rows = read_inputs(spark, config, "incremental-history")
+        raw = rows if raw is None else raw.unionByName(rows)
+    decoded = materialized(silver.decode_raw_records(raw).withColumn("cluster", F.lit(CLUSTER)))
+    tables = {
+        "offset_commits": silver.filter_offset_commits(decoded),
+        "group_metadata": silver.filter_group_metadata(decoded),
+        "group_members": silver.explode_group_members(decoded),
+        "consumer_group_records": silver.filter_consumer_group_records(decoded),
+    }
+    return {name: materialized(rows.withColumn("night", night_of())) for name, rows in tables.items()}
+
+
+def append_night(spark, config, lab: dict[str, DataFrame], night: int) -> None:
+    """Appends the night's rows to each silver table; transactional commits whose marker the capture has
+    are appended pending on PENDING_NIGHT."""
+    for name, rows in lab.items():
+        tonight = rows.where(F.col("night") == night)
+        if name == "offset_commits" and night == PENDING_NIGHT:
+            is_resolved = F.col("txn_state").isin(TXN_COMMITTED, TXN_ABORTED)
+            tonight = tonight.withColumn("txn_state", F.when(is_resolved, F.lit(TXN_PENDING)).otherwise("txn_state"))
+        tonight.drop("night").write.format("delta").mode("append").save(location_of(spark, config.table(name)))
+
+
+def resolve_transactions(spark, config, lab: dict[str, DataFrame]) -> None:
+    """The markers of PENDING_NIGHT's commits arrive: decode updates their txn_state in place."""
+    resolved = (
+        lab["offset_commits"]
+        .where((F.col("night") == PENDING_NIGHT) & F.col("txn_state").isin(TXN_COMMITTED, TXN_ABORTED))
+        .select("record_id", "txn_state")
+        .collect()
+    )
+    table = DeltaTable.forName(spark, config.table("offset_commits"))
+    for state in (TXN_COMMITTED, TXN_ABORTED):
+        ids = [row["record_id"] for row in resolved if row["txn_state"] == state]
+        assert ids, f"the transactions capture has {state} commits"
+        table.update((F.col("cluster") == F.lit(CLUSTER)) & F.col("record_id").isin(ids), {"txn_state": F.lit(state)})
+
+
+def forget(spark, config, group_id: str) -> None:
+    for name in SILVER_INPUTS:
+        DeltaTable.forName(spark, config.table(name)).delete(
+            (F.col("cluster") == F.lit(CLUSTER)) & (F.col("group_id") == F.lit(group_id))
+        )
+
+
+def run_history(spark, config) -> dict[str, int]:
+    with JobRun(spark, config, "history") as run:
+        history_step.history(spark, config, run)
+    assert run.exit_code == 0, "the history run failed; its traceback is in logs/"
+    return dict(run.counts)
+
+
+def table_rows(rows: DataFrame) -> list[str]:
+    """Every column of every row, as text, in a stable order (delta_compare's canonical form)."""
+    return sorted(repr(canonical(row)) for row in rows.collect())
+
+
+def history_tables(spark, config) -> dict[str, list[str]]:
+    return {name: table_rows(cluster_rows(spark, config, name)) for name in HISTORY_TABLES}
+
+
+def cooperative_rounds(spark, config) -> list[tuple]:
+    """(first round, closing generation, round count) of the cooperative-sticky group's rebalances."""
+    rows = cluster_rows(spark, config, "rebalances").where(F.col("group_id") == F.lit("cooperative-sticky"))
+    return sorted(tuple(row) for row in rows.select("first_round_generation", "generation", "round_count").collect())
+
+
+@pytest.fixture(scope="module")
+def nights(spark, spark_config):
+    """Runs the nights; per night: the run's counts, its tables, the cooperative group's rounds."""
+    # Tiny tables: one task per stage, and no code generation for plans that run once on a few rows.
+    quick = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
+    before = {key: spark.conf.get(key) for key in quick}
+    for key, value in quick.items():
+        spark.conf.set(key, value)
+    try:
+        yield _run_nights(spark, replace(spark_config, database=DATABASE, cluster=CLUSTER))
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+def _run_nights(spark, config):
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+    for name in SILVER_INPUTS:
+        ensure_table(spark, config.table(name), SILVER_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
+    lab = lab_silver(spark)
+    results = []
+    for night in range(1, NIGHTS + 1):
+        append_night(spark, config, lab, night)
+        if night == PENDING_NIGHT + 1:
+            resolve_transactions(spark, config, lab)
+        if night == 3:
+            forget(spark, config, FORGOTTEN_GROUP)
+        listed = history_step.MAX_LISTED_GROUPS
+        if night == 3:  # more groups touched than listed: the run rewrites the cluster, keeping the others
+            history_step.MAX_LISTED_GROUPS = 1
+        try:
+            counts = run_history(spark, config)
+        finally:
+            history_step.MAX_LISTED_GROUPS = listed
+        results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config)))
+    return config, lab, results
+
+
+def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(nights):
+    _, _, results = nights
+    rebuilt = [counts["groups_rebuilt"] for counts, *_ in results]
+    # 1: no note yet, every group of the night (6: life-expired's partition comes on night 2).
+    # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new).
+    # 3: handover-1 (its end), txn-app (its commits resolved: its leaving member's departure reads them),
+    #    life-empty (a backup of its oldest records), life-expired (forgotten); not cooperative-sticky,
+    #    whose new commits come after the commits any of its rebalances reads.
+    # 4: nothing new.
+    assert rebuilt == [6, 4, 4, 0]
+
+
+def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalance(nights):
+    _, _, results = nights
+    night_one, night_two = results[0][2], results[1][2]
+    # Night 1 ends with generation 2, a revoke round with nothing after it yet: it closes a rebalance.
+    assert (2, 2, 1) in night_one
+    # Night 2 brings generation 3: generations 2 and 3 are one rebalance.
+    assert (2, 3, 2) in night_two and (2, 2, 1) not in night_two
+
+
+def test_a_night_with_nothing_new_changes_nothing(nights):
+    _, _, results = nights
+    assert results[3][1] == results[2][1]
+
+
+def test_a_full_run_gives_the_same_tables(spark, nights):
+    config, _, results = nights
+    incremental = results[-1][1]
+    run_history(spark, replace(config, full=True))
+    from_scratch = history_tables(spark, config)
+    for name in HISTORY_TABLES:
+        assert from_scratch[name] == incremental[name], f"{name}: the nights' rows differ from a --full rebuild"
+    assert run_history(spark, config)["groups_rebuilt"] == 0  # the full run noted what it covered
