@@ -1,10 +1,12 @@
 """History: silver group records -> gold generations, assignments, rebalances, movements, frequency.
 
-    spark-submit.sh history [--conf conf/<env>.toml] [--cluster NAME]
+    spark-submit.sh history [--conf conf/<env>.toml] [--cluster NAME] [--full]
 
-Reads the silver tables (and the optional `topic_ids` table that names KIP-848 topic ids), rebuilds
-every group's generations, and derives its rebalances. Each gold table's rows for the cluster are
-replaced atomically, so a re-run gives the same tables. Settings come from the `[gold]` section of
+Reads the silver tables (and the optional `topic_ids` table that names KIP-848 topic ids) and rebuilds
+only the groups whose silver records changed since the versions its tables note (plus groups whose
+rebalances read a changed commit, or whose topic ids are now named otherwise), each from its whole
+silver history, replacing just their rows; --full rebuilds the cluster. Each table's rows and its note
+commit together, so a re-run gives the same tables. Settings come from the `[gold]` section of
 the configuration files (see `jobs.config.GoldSettings`).
 """
 
