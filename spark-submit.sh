@@ -4,6 +4,7 @@
 #   listed by JOB --help. --master defaults to $GROUPSCOPE_MASTER, else local[2]. Any Spark master
 #   works (spark://, yarn, k8s://): the code travels to executors as a zip (--py-files), the jars with --jars.
 # The first run installs what is missing (scripts/bootstrap.sh); later runs need no network.
+# --verbose shows Spark's own info lines on the console (they always go to logs/spark-*.log).
 # Exit codes: 0 succeeded, 1 failed, 2 wrong command line (nothing ran), 75 refused (retry later).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,6 +12,15 @@ master="${GROUPSCOPE_MASTER:-local[2]}"
 if [[ "${1:-}" == "--master" ]]; then master="$2"; shift 2; fi
 
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+
+# --verbose (anywhere among the job's arguments) shows Spark's info lines on the console too; they
+# always go to logs/spark-<time>-<pid>.log.
+console_level=warn
+args=()
+for arg in "$@"; do
+  if [[ "$arg" == "--verbose" ]]; then console_level=info; else args+=("$arg"); fi
+done
+set -- ${args[@]+"${args[@]}"}
 
 # The command line is checked before any JVM starts: a mistake costs a second and one line, not a minute.
 job="${1:-}"
@@ -20,7 +30,8 @@ if [[ " $* " != *" --help "* && " $* " != *" -h "* ]]; then
   (cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@") || exit $?
 fi
 
-mkdir -p "$root/build"
+mkdir -p "$root/build" "$root/logs"
+spark_log="$root/logs/spark-$(date -u +%Y%m%dT%H%M%S)-$$.log"
 # The code zip is named by its content and renamed into place whole: runs started together (a shared
 # checkout, a test running two at once) never read, or ship to executors, a zip another run is rewriting.
 staged_zip="$(mktemp "$root/build/.groupscope-code.XXXXXX")"
@@ -41,7 +52,7 @@ export GROUPSCOPE_SUBMITTED=1 GROUPSCOPE_HOME="$root" PYSPARK_PYTHON="$root/.ven
 exec "$root/.venv/bin/spark-submit" \
   --master "$master" \
   --properties-file "$root/conf/spark-defaults.conf" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties" \
+  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties -Dgroupscope.console.level=$console_level -Dgroupscope.log.file=$spark_log" \
   --jars "$jars" \
   --py-files "$code_zip" \
   "$root/jobs/$job.py" "$@"

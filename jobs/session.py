@@ -100,7 +100,8 @@ def build_session(config: Config, app_name: str) -> SparkSession:
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.enableHiveSupport().getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    if os.environ.get("GROUPSCOPE_SUBMITTED") != "1":
+        session.sparkContext.setLogLevel("WARN")  # spark-submit.sh's log4j2 config sends the rest to a file
     register_decoder_functions(session)
     if not session.catalog.databaseExists(config.database):  # IF NOT EXISTS alone makes the metastore log an error
         session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")
