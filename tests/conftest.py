@@ -45,6 +45,9 @@ def spark_config(warehouse):
                     "spark.sql.shuffle.partitions": "2",
                     "spark.ui.enabled": "false",
                     "spark.default.parallelism": "2",
+                    # One session serves the whole suite, which now holds the incremental nights' many Delta
+                    # tables and checkpoints too: at the default 1 GiB the CI run ran out of heap (18 errors).
+                    "spark.driver.memory": "3g",
                 }
             },
             "input": {"cluster": "test", "segment_paths": []},
