@@ -101,6 +101,14 @@ def dump_offsets(files: Iterable[Path | str], version: str = "4") -> str:
     return run_tool(version, DUMP_LOG_SEGMENTS, "--offsets-decoder", "--files", ",".join(paths))
 
 
+def dump_share_state(files: Iterable[Path | str], version: str = "4") -> str:
+    """Kafka's own decode of __share_group_state segment files (DumpLogSegments --share-group-state-decoder)."""
+    paths = [str(path) for path in files]
+    if not paths:
+        raise BrokerError("dump_share_state needs at least one segment file")
+    return run_tool(version, DUMP_LOG_SEGMENTS, "--share-group-state-decoder", "--files", ",".join(paths))
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -408,7 +416,11 @@ class Broker:
             result.setdefault(topic, {})[partition] = end
         return result
 
-    def offsets_segments(self) -> list[Path]:
-        """The non-empty __consumer_offsets-N/*.log segment files, in partition then offset order."""
-        segments = [path for path in self.log_dir.glob("__consumer_offsets-*/*.log") if path.stat().st_size]
+    def dump_share_state(self, files: Iterable[Path | str]) -> str:
+        return dump_share_state(files, self.version)
+
+    def offsets_segments(self, topic: str = "__consumer_offsets") -> list[Path]:
+        """The non-empty <topic>-N/*.log segment files, in partition then offset order (`topic` is
+        `__share_group_state` for the share coordinator's log)."""
+        segments = [path for path in self.log_dir.glob(f"{topic}-*/*.log") if path.stat().st_size]
         return sorted(segments, key=lambda path: (int(path.parent.name.rsplit("-", 1)[1]), path.name))

@@ -9,6 +9,10 @@ Each capture `<out>/kafka-<version>/<scenario>/` holds:
   describe.txt              kafka-consumer-groups --describe --all-groups
   describe-members.txt      ... --members --verbose
   describe-state.txt        ... --state
+  segments-share-state/__share_group_state-N/<base offset>.log, dump-share-state.txt
+                            the share coordinator's log and DumpLogSegments --share-group-state-decoder
+                            over it, when the scenario made share groups
+  describe-share*.txt       what a scenario's own `describe(broker)` adds (kafka-share-groups)
   end_offsets.json          {"observed_at_ms": ..., "offsets": {topic: {partition: end offset}}, "series":
                             [{"observed_at_ms", "answered_at_ms", "offsets"}, ...]}: the last snapshot,
                             taken just before the descriptions, and the ones taken every second or so
@@ -39,6 +43,7 @@ from lab.snapshots import EndOffsetSeries, record_timestamps
 
 DEFAULT_OUT = REPO_ROOT / "tests" / "captures"
 WORK_ROOT = REPO_ROOT / ".lab" / "capture"
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> Path:
@@ -66,21 +71,22 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
             "describe-members.txt": broker.describe_members(),
             "describe-state.txt": broker.describe_state(),
         }
+        if hasattr(module, "describe"):
+            describe |= module.describe(broker)
         timestamps = record.deleted_topic_records | record_timestamps(broker.bootstrap_servers, record.topics)
     finally:
         try:
             broker.stop()
         finally:
             record.close()
-    segments = broker.offsets_segments()
     staged = workdir / "out"
-    for segment in segments:
-        destination = staged / "segments" / segment.parent.name / segment.name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(segment, destination)
-    copied = sorted((staged / "segments").glob("*/*.log"))
+    copied = copy_segments(broker.offsets_segments(), staged / "segments")
     dump = broker.dump_offsets(copied)
     (staged / "dump-offsets.txt").write_text(dump)
+    # Kept apart from segments/: that directory is what groupscope reads as __consumer_offsets.
+    share_state = copy_segments(broker.offsets_segments(SHARE_STATE_TOPIC), staged / "segments-share-state")
+    if share_state:
+        (staged / "dump-share-state.txt").write_text(broker.dump_share_state(share_state))
     for file_name, text in describe.items():
         (staged / file_name).write_text(text)
     (staged / "end_offsets.json").write_text(end_offsets_json(end_offsets, snapshots))
@@ -97,7 +103,8 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     failed = [check for check in truth["checks"] if not check["ok"]]
     size_kb = sum(path.stat().st_size for path in target.rglob("*") if path.is_file()) / 1024
     print(
-        f"captured kafka-{broker.kafka_version}/{name}: {len(copied)} segment file(s), {size_kb:.0f} KB, "
+        f"captured kafka-{broker.kafka_version}/{name}: {len(copied) + len(share_state)} segment file(s), "
+        f"{size_kb:.0f} KB, "
         f"{time.monotonic() - started:.0f}s, {len(truth['checks']) - len(failed)}/{len(truth['checks'])} "
         "expectations seen in the log",
         flush=True,
@@ -105,6 +112,17 @@ def capture(version: str, name: str, out: Path, work_root: Path = WORK_ROOT) -> 
     for check in failed:
         print(f"  NOT SEEN: {check}", flush=True)
     return target
+
+
+def copy_segments(segments: list[Path], directory: Path) -> list[Path]:
+    """Copies each segment to directory/<its partition directory>/<its name>; returns the copies."""
+    copies = []
+    for segment in segments:
+        destination = directory / segment.parent.name / segment.name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(segment, destination)
+        copies.append(destination)
+    return sorted(copies)  # path order, as DumpLogSegments was always given them
 
 
 def end_offsets_json(final: dict, series: list[dict]) -> str:

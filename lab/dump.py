@@ -11,7 +11,7 @@ import json
 import re
 
 _DUMPING = re.compile(r"^Dumping (?P<path>.+)$")
-_PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(?P<partition>\d+)/")
+_PARTITION_DIRECTORY = re.compile(r"(?:__consumer_offsets|__share_group_state)-(?P<partition>\d+)/")
 _BATCH = re.compile(r"^baseOffset: \d+ .* isTransactional: (?P<txn>\w+) isControl: (?P<control>\w+) ")
 _LEGACY_BATCH = re.compile(r"^offset: \d+ ")  # magic 0/1: no producer, never transactional
 _RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
@@ -21,11 +21,12 @@ _PRODUCER = re.compile(r" producerId: (?P<pid>-?\d+) ")
 
 def parse_dump(text: str) -> list[dict]:
     """One dict per record line of DumpLogSegments' output, in its order: `file` (the path after
-    "Dumping"), `partition` (of its `__consumer_offsets-N` directory, else None), `offset`, `at_ms`
-    (CreateTime, else None), the batch's `producer_id` and `is_transactional`, then one of: `marker`
-    (COMMIT/ABORT) for a control record; `type`, `key`, `version`, `value` for a record Kafka decoded,
-    `key` and `value` being Kafka's `data` exactly as printed (its lowerCamelCase names, bytes in base64;
-    `version` and `value` None for a tombstone); `kafka_error` (the whole line) for one it printed no key for.
+    "Dumping"), `partition` (of its `__consumer_offsets-N` or `__share_group_state-N` directory, else
+    None), `offset`, `at_ms` (CreateTime, else None), the batch's `producer_id` and `is_transactional`,
+    then one of: `marker` (COMMIT/ABORT) for a control record; `type`, `key`, `version`, `value` for a
+    record Kafka decoded, `key` and `value` being Kafka's `data` exactly as printed (its lowerCamelCase
+    names, bytes in base64; `version` and `value` None for a tombstone); `kafka_error` (the whole line)
+    for one it printed no key for.
 
     The one reader of this text: the lab's summaries and the oracle tests (tests/kafka_oracle.py) both
     use it, so nothing Kafka prints in a key or payload is dropped or rewritten here."""

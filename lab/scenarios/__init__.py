@@ -1,5 +1,6 @@
 """Scenario drivers: each module has `run(broker, record)`, `VERSIONS` (the Kafka lines it runs on) and,
-optionally, `BROKER_SETTINGS` ({line: server.properties overrides}) for the fresh broker it needs.
+optionally, `BROKER_SETTINGS` ({line: server.properties overrides}) for the fresh broker it needs and
+`describe(broker)` ({file name: text}) for what Kafka's tools say at the end beyond kafka-consumer-groups.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ SCENARIO_MODULES = {
     "kip848-handover": "kip848_handover",
     "connect": "connect",
     "streams": "streams",
+    "share": "share",
     "quickstart": "quickstart",
 }
 

@@ -1,0 +1,241 @@
+"""A share group (KIP-932, queues) on Kafka's own KafkaShareConsumer: records in `__consumer_offsets`
+(types 9-15: share group epochs, members, target and current assignments, state partition metadata)
+and the delivery state in `__share_group_state` (ShareSnapshot and ShareUpdate, by the share coordinator).
+
+The members are lab/share/LabShareConsumer.java, compiled here with javac against the broker line's
+jars (the share consumer ships in kafka-clients). Each record's value tells the members how to
+acknowledge it (accept, reject, release-once, release-always), so which record ends acknowledged,
+archived after rejection or archived at the delivery count limit (3 here) is known when it is produced.
+
+m1, m2, m3 join one at a time (topics `tasks` (3) and `scratch` (2)); m2 leaves cleanly; `scratch` is
+deleted under the group; m3 is killed while idle (no record acquired) and fenced when its 6 s share
+session expires. m1 runs on. A second group, `share-lab-deleted`, reads `tasks` with one member that
+stops, and the group is deleted with kafka-share-groups --delete. Groups start from the earliest offset
+(`share.auto.offset.reset=earliest`, a group config set before the group exists; Kafka's default is
+latest). The driver waits on what each member's admin client reads from DescribeShareGroups and on
+kafka-share-groups --describe (start offsets), never on a guessed time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
+from lab.driver import Lab, ScenarioError, ScenarioLog
+
+VERSIONS = ("4",)
+DELIVERY_COUNT_LIMIT = 3
+SESSION_TIMEOUT_MS = 6000
+BROKER_SETTINGS = {
+    "4": {
+        "group.share.min.session.timeout.ms": 1000,
+        "group.share.session.timeout.ms": SESSION_TIMEOUT_MS,
+        "group.share.min.heartbeat.interval.ms": 500,
+        "group.share.heartbeat.interval.ms": 1000,
+        "group.share.delivery.count.limit": DELIVERY_COUNT_LIMIT,
+        # A snapshot every few updates (Kafka's default is 500), so the capture holds ShareSnapshot
+        # records written from a partition's running state, not only the ones written at initialisation.
+        "share.coordinator.snapshot.update.records.per.snapshot": 4,
+    }
+}
+GROUP, DELETED_GROUP = "share-lab", "share-lab-deleted"
+TOPICS = {"tasks": 3, "scratch": 2}
+PLANS = ("accept", "release-once", "reject", "release-always")
+GROUP_CONFIG = f"share.auto.offset.reset=earliest,share.session.timeout.ms={SESSION_TIMEOUT_MS}"
+SOURCE = Path(__file__).resolve().parent.parent / "share" / "LabShareConsumer.java"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def build_client(version: str, workdir: Path) -> Path:
+    """javac LabShareConsumer.java against the broker line's jars; returns the classes directory."""
+    classes = workdir / "share-classes"
+    shutil.rmtree(classes, ignore_errors=True)
+    command = ["javac", "-nowarn", "--release", "17", "-d", str(classes), "-cp", classpath(version), str(SOURCE)]
+    subprocess.run(command, check=True)
+    return classes
+
+
+def share_groups(broker: Broker, *args: str) -> str:
+    return broker.run_tool(SHARE_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers, *args)
+
+
+def describe(broker: Broker) -> dict[str, str]:
+    """Kafka's own view of the share groups at the end (capture files beside kafka-consumer-groups')."""
+    everything = ("--describe", "--all-groups")
+    return {
+        "describe-share.txt": share_groups(broker, *everything, "--offsets"),
+        "describe-share-members.txt": share_groups(broker, *everything, "--members", "--verbose"),
+        "describe-share-state.txt": share_groups(broker, *everything, "--state", "--verbose"),
+    }
+
+
+class Member:
+    """One LabShareConsumer process; its view is read back from its events file."""
+
+    def __init__(self, lab: Lab, group: str, name: str, topics: Iterable[str], classes: Path):
+        self.lab, self.group, self.name = lab, group, name
+        workdir = lab.record.workdir
+        self.events_file = workdir / f"member-{name}.jsonl"
+        self.events_file.write_text("")  # the JVM appends; the driver may read before its first line
+        command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{classpath(lab.broker.version)}"]
+        command += ["groupscope.lab.LabShareConsumer", lab.broker.bootstrap_servers, group, name, ",".join(topics)]
+        command += [str(self.events_file)]
+        with open(workdir / f"{name}.log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        lab.record.groups.add(group)
+        lab.record.event("share_member_started", member=name, group=group, topics=sorted(topics))
+        lab.record.keep_running(self.kill_after_capture)
+
+    def events(self) -> list[dict]:
+        if self.process.poll() is not None:
+            raise ScenarioError(f"share member {self.name} exited with {self.process.returncode}")
+        complete_lines = self.events_file.read_text().split("\n")[:-1]  # the last may still be written
+        return [json.loads(line) for line in complete_lines if line.strip()]
+
+    def view(self) -> dict:
+        """Its latest entry in DescribeShareGroups (empty before the first one)."""
+        seen = [event for event in self.events() if event["event"] == "share_assignment"]
+        return seen[-1] if seen else {}
+
+    def stop(self) -> None:
+        """SIGTERM: the consumer commits pending acknowledgements and leaves the group."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(60)
+        self.lab.record.event("share_member_stopped", member=self.name, group=self.group)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
+        self.lab.record.event("share_member_killed", member=self.name, group=self.group)
+
+    def kill_after_capture(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+            self.lab.record.event("share_member_killed_after_capture", member=self.name, group=self.group)
+
+
+def produce_plans(lab: Lab, topic: str, count: int) -> None:
+    """`count` records round-robin over the topic's partitions, the plans in turn (3 partitions, 4 plans:
+    every partition gets every plan); records where each landed, from the delivery reports."""
+    landed: list[dict] = []
+    producer = Producer({"bootstrap.servers": lab.broker.bootstrap_servers, "linger.ms": 5, "log_level": 0})
+
+    def delivered(error, message) -> None:
+        if error is None:
+            where = {"topic": message.topic(), "partition": message.partition(), "offset": message.offset()}
+            landed.append(where | {"plan": message.value().decode()})
+
+    for index in range(count):
+        plan = PLANS[index % len(PLANS)].encode()
+        partition = index % lab.partitions[topic]
+        producer.produce(topic, key=f"k{index}".encode(), value=plan, partition=partition, on_delivery=delivered)
+    producer.flush(30)
+    if len(landed) != count:
+        raise ScenarioError(f"{count - len(landed)} of {count} records to {topic} not delivered")
+    lab.record.event("share_records_produced", topic=topic, records=sorted(landed, key=lambda r: tuple(r.values())))
+
+
+def wait_for_members(lab: Lab, members: list[Member], topics: Iterable[str]) -> dict[str, list[str]]:
+    """Until every live member's own description says: these members, its member epoch at the group's
+    epoch and target assignment epoch (reconciled), and together they hold every partition of `topics`."""
+    names = sorted(member.name for member in members)
+    wanted = sorted(f"{topic}-{part}" for topic in topics for part in range(lab.partitions[topic]))
+
+    def settled() -> bool:
+        views = [member.view() for member in members]
+        if any(not view or view["group_members"] != names for view in views):
+            return False
+        if any(not view["member_epoch"] == view["group_epoch"] == view["assignment_epoch"] for view in views):
+            return False
+        return sorted({part for view in views for part in view["assignment"]}) == wanted
+
+    lab.wait_for(f"share group {members[0].group} held by {names}", settled, deadline_s=90)
+    assignment = {member.name: member.view()["assignment"] for member in members}
+    lab.record.event("share_group_stable", group=members[0].group, members=names, assignment=assignment)
+    return assignment
+
+
+def share_lag(lab: Lab, group: str) -> dict[str, str]:
+    """{"topic-partition": LAG} from kafka-share-groups --describe --offsets (the broker's view; KIP-1226:
+    end offset - start offset - records past the start offset already acknowledged or archived)."""
+    lines = [
+        line.split() for line in share_groups(lab.broker, "--describe", "--offsets", "--group", group).splitlines()
+    ]
+    header = next((line for line in lines if line[:1] == ["GROUP"]), [])
+    rows = [dict(zip(header, line, strict=True)) for line in lines if header and line[:1] == [group]]
+    return {f"{row['TOPIC']}-{row['PARTITION']}": row["LAG"] for row in rows}
+
+
+def wait_done(lab: Lab, group: str, topics: Iterable[str]) -> None:
+    """Until the group's lag is 0 on every non-empty partition of `topics`: every record acknowledged or
+    archived, in the broker's view (the start offset itself may stay behind acknowledged records)."""
+    ends = {part: end for part, end in lab.end_offsets(topics).items() if end > 0}
+
+    def done() -> bool:
+        lag = share_lag(lab, group)
+        return all(lag.get(part) == "0" for part in ends)
+
+    lab.wait_for(f"share group {group} to finish {ends}", done, deadline_s=120)
+    lab.record.event("share_group_done", group=group, end_offsets=ends)
+
+
+def set_group_config(lab: Lab, group: str) -> None:
+    args = ("--bootstrap-server", lab.broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group)
+    lab.broker.run_tool(CONFIG_COMMAND, *args, "--alter", "--add-config", GROUP_CONFIG)
+    described = lab.broker.run_tool(CONFIG_COMMAND, *args, "--describe")
+    if any(setting not in described for setting in GROUP_CONFIG.split(",")):
+        raise ScenarioError(f"group config {GROUP_CONFIG} not applied to {group}: {described}")
+    lab.record.event("group_config_set", group=group, config=GROUP_CONFIG)
+
+
+def run(broker: Broker, record: ScenarioLog) -> None:
+    lab = Lab(broker, record)
+    for topic, partitions in TOPICS.items():
+        lab.create_topic(topic, partitions)
+    set_group_config(lab, GROUP)
+    set_group_config(lab, DELETED_GROUP)
+    classes = build_client(broker.version, record.workdir)
+    record.event("share_settings", delivery_count_limit=DELIVERY_COUNT_LIMIT, plans=list(PLANS))
+    produce_plans(lab, "tasks", 12)
+    produce_plans(lab, "scratch", 4)
+
+    members: list[Member] = []
+    for name in ("m1", "m2", "m3"):
+        members.append(Member(lab, GROUP, name, TOPICS, classes))
+        wait_for_members(lab, members, TOPICS)
+    wait_done(lab, GROUP, TOPICS)
+
+    m1, m2, m3 = members
+    m2.stop()
+    wait_for_members(lab, [m1, m3], TOPICS)
+    produce_plans(lab, "tasks", 9)
+    wait_done(lab, GROUP, TOPICS)
+
+    lab.delete_topic("scratch")
+    wait_for_members(lab, [m1, m3], ["tasks"])
+
+    m3.kill()  # idle: every record is done, so it dies holding no acquired record
+    wait_for_members(lab, [m1], ["tasks"])
+    produce_plans(lab, "tasks", 6)
+    wait_done(lab, GROUP, ["tasks"])
+
+    doomed = Member(lab, DELETED_GROUP, "d1", ["tasks"], classes)
+    wait_for_members(lab, [doomed], ["tasks"])
+    wait_done(lab, DELETED_GROUP, ["tasks"])
+    doomed.stop()
+    lab.wait_for(
+        f"{DELETED_GROUP} empty",
+        lambda: "EMPTY" in share_groups(broker, "--describe", "--state", "--group", DELETED_GROUP).upper(),
+    )
+    share_groups(broker, "--delete", "--group", DELETED_GROUP)
+    lab.wait_for(f"{DELETED_GROUP} gone", lambda: DELETED_GROUP not in share_groups(broker, "--list").split())
+    record.event("group_deleted", group=DELETED_GROUP, tool="kafka-share-groups --delete")
