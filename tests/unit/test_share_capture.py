@@ -310,7 +310,7 @@ def test_delivery_counts_and_archived_records_follow_the_acknowledgements():
     }
 
 
-def test_the_deleted_group_and_the_deleted_topic_end_in_tombstones_in_both_logs():
+def test_the_deleted_group_and_the_deleted_topic_get_tombstones_in_both_logs():
     offsets = log_order(offsets_kafka())
     names = topic_names(offsets)
     last = {}
@@ -319,12 +319,17 @@ def test_the_deleted_group_and_the_deleted_topic_end_in_tombstones_in_both_logs(
             last[(record["record_type"], json.dumps(record["key"], sort_keys=True))] = record["value"]
     assert {record_type for record_type, _ in last} == {10, 11, 12, 13, 14, 15}
     assert all(value is None for value in last.values())
-    final_state = {}
+    states = defaultdict(list)
     for record in log_order(share_state_kafka()):
         key = record["key"]
-        final_state[(key["group_id"], names[key["topic_id"]], key["partition"])] = record["value"]
-    ended = {key for key, value in final_state.items() if value is None}
-    assert ended == {(DELETED_GROUP, "tasks", p) for p in range(3)} | {(GROUP, "scratch", p) for p in range(2)}
+        states[(key["group_id"], names[key["topic_id"]], key["partition"])].append(record["value"])
+    deleted_group = {(DELETED_GROUP, "tasks", p) for p in range(3)}
+    assert {key for key, values in states.items() if None in values} == deleted_group | {
+        (GROUP, "scratch", p) for p in range(2)
+    }
+    assert all(states[key][-1] is None for key in deleted_group)
+    # Not "ends in": a second run saw the group re-initialise scratch-0's state 2 ms after deleting it (a
+    # fresh ShareSnapshot after the tombstone; lab/README.md, gotchas). The group's metadata drops it.
     last_metadata = [
         r["value"] for r in offsets if r["record_type"] == SHARE_STATE_PARTITIONS and r["key"]["group_id"] == GROUP
     ][-1]
