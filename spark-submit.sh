@@ -40,7 +40,8 @@ code_zip="$root/build/groupscope-code-$(sha256sum "$staged_zip" | cut -c1-16).zi
 mv -f "$staged_zip" "$code_zip"
 # Zips of older code are kept a week, so a run still going never loses the zip it imports from.
 find "$root/build" -maxdepth 1 -name 'groupscope-code-*.zip' ! -path "$code_zip" -mtime +7 -delete
-jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
+# Spark's jars, and Hadoop's S3A with the AWS SDK modules it calls (jvm/s3: s3a:// paths, docs/s3.md).
+jars="$(ls "$root"/jvm/spark/jars/*.jar "$root"/jvm/s3/jars/*.jar | paste -sd,)"
 # The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
 export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"

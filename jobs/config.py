@@ -77,11 +77,18 @@ class Config:
     raw_table_paths: tuple[str, ...]
     raw_table_format: str
     run_date: date | None = None
+    # Where the tables live: a local path (str(warehouse_dir)) or an object store URI (s3a://bucket/path);
+    # warehouse_dir is then the local directory of the embedded metastore (storage.metastore_dir).
+    warehouse: str = ""
     # Rebuild every derived table from what raw_records holds, instead of continuing from the tables.
     full: bool = False
     source_files: tuple[Path, ...] = field(default=())
     # Every merged section, for the jobs whose settings live in their own section ([gold], [capture], ...).
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if not self.warehouse:  # built without load_config: the local warehouse
+            object.__setattr__(self, "warehouse", str(self.warehouse_dir))
 
     def table(self, name: str) -> str:
         return f"{self.database}.{name}"
@@ -122,9 +129,11 @@ def load_config(
     merged = _merge(merged, overrides or {})
     storage, inputs = merged["storage"], merged["input"]
     _validated(merged["catalog"]["database"], inputs["cluster"])
+    warehouse = resolve_path(storage["warehouse_dir"])
     return Config(
         database=merged["catalog"]["database"],
-        warehouse_dir=Path(resolve_path(storage["warehouse_dir"])),
+        warehouse_dir=Path(_local_home(warehouse, storage)),
+        warehouse=warehouse,
         metastore=storage["metastore"],
         master=merged["spark"]["master"],
         spark_conf={str(key): str(value) for key, value in merged["spark"].get("conf", {}).items()},
@@ -137,6 +146,22 @@ def load_config(
         source_files=tuple(files),
         sections=MappingProxyType(merged),
     )
+
+
+def _local_home(warehouse: str, storage: Mapping) -> str:
+    """The local directory beside the tables: the warehouse itself, or for a warehouse on an object store
+    the embedded metastore's home (Derby keeps files that only a local disk can hold)."""
+    if "://" not in warehouse:
+        return warehouse
+    scheme = warehouse.split("://", 1)[0]
+    if scheme in ("s3", "s3n"):
+        raise ConfigError(f"storage.warehouse_dir {warehouse!r}: write s3a://, the scheme of Hadoop's S3 filesystem")
+    if storage["metastore"] == "embedded" and not storage.get("metastore_dir"):
+        raise ConfigError(
+            f"storage.warehouse_dir is {warehouse!r}: the embedded metastore needs a local directory, "
+            "set storage.metastore_dir (or use a Hive metastore service)"
+        )
+    return resolve_path(storage.get("metastore_dir") or "metastore")
 
 
 def _read_toml(path: Path) -> dict:
@@ -183,6 +208,9 @@ def check_inputs(config: Config) -> None:
     for setting, path in named:
         if "://" not in path and not Path(path).exists():
             raise ConfigError(f"{setting}: {path} does not exist; give an existing file or directory")
+    from jobs.object_store import check_credentials  # imported here: object_store builds on this module
+
+    check_credentials(config)
 
 
 def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:

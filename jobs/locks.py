@@ -1,8 +1,13 @@
 """One writing run per (database, cluster) at a time: a lock file next to the tables.
 
 The lock is a file created with overwrite disabled through Hadoop's FileSystem, which is atomic on
-local disks and HDFS (and on S3A with conditional writes), so it guards runs on different machines
-too. A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
+local disks and HDFS, so it guards runs on different machines too. On S3 (s3a://) it is atomic only
+as a conditional put (If-None-Match: *, S3A's `fs.option.create.conditional.overwrite`): a run first
+proves that the store refuses a second create of one object and refuses to run unguarded otherwise
+(jobs/lock_store.py). There the lock guards the whole database, not one cluster: Delta's S3 log store
+allows one writing driver per table, and every cluster's rows share the tables.
+
+A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
 provably dead (same host, process gone), older than the configured maximum age, or never written (a
 run killed between creating the file and writing it: empty past a minute). A run that finds a lock
 not written yet waits, at most that minute, to see which it is, rather than refuse a run for a lock
@@ -23,6 +28,8 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from jobs.config import Config
+from jobs.lock_store import create_if_absent, require_conditional_writes
+from jobs.object_store import is_s3
 
 DEFAULT_MAX_AGE_MINUTES = 12 * 60
 # A lock file is written within milliseconds of its creation; one still empty or unreadable after this
@@ -74,8 +81,9 @@ class Holder:
 
 def lock_path(config: Config) -> str:
     # Cluster and database names are data: the file name is a digest of them, never the names.
-    digest = hashlib.sha256(f"{config.database}\0{config.cluster}".encode()).hexdigest()[:24]
-    return f"{config.warehouse_dir}/_groupscope/locks/{digest}.lock"
+    scope = config.database if is_s3(config.warehouse) else f"{config.database}\0{config.cluster}"
+    digest = hashlib.sha256(scope.encode()).hexdigest()[:24]
+    return f"{config.warehouse}/_groupscope/locks/{digest}.lock"
 
 
 class RunLock:
@@ -89,8 +97,13 @@ class RunLock:
         self._max_age = timedelta(minutes=int(max_age))
         self.holder = Holder(run_id, job, socket.gethostname(), os.getpid(), datetime.now(UTC))
         self.took_over: Holder | None = None
+        # A refused run records its refusal in job_runs, except on S3: there that Delta commit would be
+        # made without the lock, beside the holder's commits, which S3's log store does not allow.
+        self.records_refusals = not is_s3(config.warehouse)
 
     def acquire(self) -> None:
+        if is_s3(self._path.toString()):
+            require_conditional_writes(self._fs, self._path, self.holder.run_id)
         if self._create():
             return
         current = self._wait_while_unwritten(self._read())
@@ -136,6 +149,8 @@ class RunLock:
                 "cluster": self._config.cluster,
             }
         ).encode()
+        if is_s3(self._path.toString()):
+            return create_if_absent(self._fs, self._path, body)
         try:
             stream = self._fs.create(self._path, False)
         except Py4JJavaError as error:

@@ -19,7 +19,9 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config, parse_config
+from jobs.lock_store import UnguardedStore
 from jobs.locks import EXIT_BUSY, RunLock, RunRefused
+from jobs.object_store import StoreUnavailable
 from jobs.session import build_session
 from jobs.tables import cluster_rows, ensure_table, table_location
 from schemas.ops import job_runs_schema
@@ -68,8 +70,12 @@ class JobRun:
                 self._lock.acquire()
             except RunRefused as refusal:
                 self.exit_code = EXIT_BUSY
-                self._record("refused", str(refusal))
+                if self._lock.records_refusals:
+                    self._record("refused", str(refusal))
                 self.progress("refused", str(refusal))
+                raise
+            except UnguardedStore as unguarded:  # nothing written, job_runs included: no lock guards it
+                self.progress("failed", str(unguarded))
                 raise
             if self._lock.took_over is not None:
                 self.progress("lock", f"took over the lock of a dead run: {self._lock.took_over.describe()}")
@@ -134,7 +140,11 @@ Step = Callable[[SparkSession, Config, JobRun], None]
 def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str) -> int:
     """A job's whole `main()`: its checked command line, one session, one recorded run, the exit code."""
     config = parse_config(argv, description, job)
-    spark = build_session(config, f"groupscope-{job.replace('_', '-')}")
+    try:
+        spark = build_session(config, f"groupscope-{job.replace('_', '-')}")
+    except StoreUnavailable as unavailable:  # its message names the store and carries no secret
+        print(f"groupscope: {unavailable}", file=sys.stderr, flush=True)
+        return EXIT_FAILED
     try:
         with JobRun(spark, config, job) as run:
             step(spark, config, run)

@@ -21,17 +21,28 @@ from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
 from jobs.locks import RunRefused
+from jobs.object_store import (
+    check_reachable,
+    configure_workers,
+    credentials,
+    hadoop_settings,
+    pyarrow_environment,
+    s3_paths,
+)
 from schemas.coordinator_records import OFFSET_COMMIT_VALUE
 from transforms import silver
 
 SPARK_JARS_DIR = REPO_ROOT / "jvm" / "spark" / "jars"
+# Hadoop's S3A and the AWS SDK modules it calls (jvm/s3/pom.xml), loaded always: a class path entry
+# costs nothing until an s3a:// path is used.
+S3_JARS_DIR = REPO_ROOT / "jvm" / "s3" / "jars"
 
 
 def spark_jars() -> list[str]:
     jars = sorted(str(path) for path in SPARK_JARS_DIR.glob("*.jar"))
     if not jars:
         raise RuntimeError(f"no Spark jars in {SPARK_JARS_DIR}: run scripts/bootstrap.sh first")
-    return jars
+    return jars + sorted(str(path) for path in S3_JARS_DIR.glob("*.jar"))
 
 
 def embedded_metastore_conf(warehouse_dir: Path) -> dict[str, str]:
@@ -76,16 +87,20 @@ def hold_embedded_metastore(warehouse: Path) -> None:
 
 
 def build_session(config: Config, app_name: str) -> SparkSession:
+    # The local directory: the warehouse, or beside an s3a:// warehouse the embedded metastore's home.
     warehouse = config.warehouse_dir
     warehouse.mkdir(parents=True, exist_ok=True)
     if config.metastore == "embedded":
         hold_embedded_metastore(warehouse)
     builder = SparkSession.builder.appName(app_name)
+    on_s3 = bool(s3_paths(config))
+    secrets = credentials(config) if on_s3 else {}
     settings: dict[str, str] = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.warehouse.dir": str(warehouse),
+        "spark.sql.warehouse.dir": config.warehouse,
         "spark.sql.session.timeZone": "UTC",
+        **(hadoop_settings(config, secrets) if on_s3 else {}),
         **config.spark_conf,
     }
     if config.metastore == "embedded":
@@ -102,6 +117,13 @@ def build_session(config: Config, app_name: str) -> SparkSession:
     session = builder.enableHiveSupport().getOrCreate()
     if os.environ.get("GROUPSCOPE_SUBMITTED") != "1":
         session.sparkContext.setLogLevel("WARN")  # spark-submit.sh's log4j2 config sends the rest to a file
+    if on_s3:
+        configure_workers(session, pyarrow_environment(config, secrets))
+        try:
+            check_reachable(session, config, secrets)
+        except Exception:
+            session.stop()
+            raise
     register_decoder_functions(session)
     if not session.catalog.databaseExists(config.database):  # IF NOT EXISTS alone makes the metastore log an error
         session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")

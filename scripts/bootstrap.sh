@@ -47,6 +47,9 @@ fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclu
   echo "$want" > "$dir/jars/.stamp"
 }
 fetch_jars spark "$spark_excludes"
+# Hadoop's S3A for s3a:// warehouses and inputs (docs/s3.md): hadoop-aws and the few AWS SDK modules it
+# calls; Netty, the Apache HTTP client, commons-codec/-logging and SLF4J are Spark's own copies.
+fetch_jars s3 "io.netty,org.apache.httpcomponents,commons-codec,commons-logging,org.slf4j"
 
 # The decoder's fast path is one Java class compiled against the pinned pyspark's jars and placed with
 # the other Spark jars, so spark-submit.sh (--jars) and direct sessions (spark.jars) both load it.
@@ -68,4 +71,8 @@ if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9
   fetch_jars kafka-streams  # the lab's Kafka Streams application (lab/streams), apart from the broker's jars
+  # S3-compatible servers the tests start on loopback (scripts/s3proxy.sh): the current s3proxy, and
+  # 2.6.0, which ignores conditional writes (a store the run lock must refuse).
+  fetch_jars s3proxy
+  fetch_jars s3proxy-2.6
 fi

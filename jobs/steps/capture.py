@@ -71,7 +71,7 @@ def capture_settings(config: Config) -> CaptureSettings:
                 f"cluster name {config.cluster!r} names the capture checkpoint directory: use letters, digits, "
                 "'.', '_' and '-' only, or set [capture] checkpoint_dir"
             )
-        checkpoint = f"{config.warehouse_dir}/_checkpoints/{config.cluster}/capture"
+        checkpoint = f"{config.warehouse}/_checkpoints/{config.cluster}/capture"
     return CaptureSettings(
         topic=str(section.get("topic", "__consumer_offsets")),
         checkpoint_dir=checkpoint,

@@ -22,8 +22,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
     offsets = cluster_rows(spark, config, "offset_commits")
     groups = offsets.select("group_id").distinct().count()
     lines = [
-        f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, "
-        f"warehouse {config.warehouse_dir}",
+        f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, warehouse {config.warehouse}",
         f"  raw_records            {counts.get('raw_records', 0):>10,}",
         *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
         f"  groups with commits    {groups:>10,}",
