@@ -1,7 +1,7 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker+controller, loopback only) run from the
 Maven Central jars that scripts/bootstrap.sh fetched into jvm/kafka-<line>/jars.
 
-    with Broker("4", workdir) as broker:       # Kafka 4.2.1; Broker("3.9", ...) for Kafka 3.9.2
+    with Broker("4", workdir) as broker:       # Kafka 4.2.1; Broker("3.9", ...) 3.9.2, Broker("4.3", ...) 4.3.1
         broker.bootstrap_servers               # "127.0.0.1:<free port>"
         broker.describe_groups()               # kafka-consumer-groups --describe --all-groups
 
@@ -31,10 +31,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-KAFKA_VERSIONS = {"4": "4.2.1", "3.9": "3.9.2"}
+KAFKA_VERSIONS = {"4": "4.2.1", "3.9": "3.9.2", "4.3": "4.3.1"}
 JARS = {line: REPO_ROOT / "jvm" / f"kafka-{line}" / "jars" for line in KAFKA_VERSIONS}
-# One main class for both lines: the Java rewrite (org.apache.kafka.tools.DumpLogSegments) arrives in 4.3.
+# The Scala tool up to 4.2; 4.3 replaced it with a Java rewrite under another name (dump_log_segments_class).
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
+DUMP_LOG_SEGMENTS_BY_LINE = {"4.3": "org.apache.kafka.tools.DumpLogSegments"}
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 STARTUP_DEADLINE_S = 90
 SHUTDOWN_DEADLINE_S = 60
@@ -93,12 +94,17 @@ def run_tool(
     return result.stdout
 
 
+def dump_log_segments_class(version: str) -> str:
+    """DumpLogSegments' main class in the jars of Kafka line `version`."""
+    return DUMP_LOG_SEGMENTS_BY_LINE.get(version, DUMP_LOG_SEGMENTS)
+
+
 def dump_offsets(files: Iterable[Path | str], version: str = "4") -> str:
     """Kafka's own decode of __consumer_offsets segment files (DumpLogSegments --offsets-decoder), one JVM."""
     paths = [str(path) for path in files]
     if not paths:
         raise BrokerError("dump_offsets needs at least one segment file")
-    return run_tool(version, DUMP_LOG_SEGMENTS, "--offsets-decoder", "--files", ",".join(paths))
+    return run_tool(version, dump_log_segments_class(version), "--offsets-decoder", "--files", ",".join(paths))
 
 
 def dump_share_state(files: Iterable[Path | str], version: str = "4") -> str:
@@ -106,7 +112,8 @@ def dump_share_state(files: Iterable[Path | str], version: str = "4") -> str:
     paths = [str(path) for path in files]
     if not paths:
         raise BrokerError("dump_share_state needs at least one segment file")
-    return run_tool(version, DUMP_LOG_SEGMENTS, "--share-group-state-decoder", "--files", ",".join(paths))
+    decoder = "--share-group-state-decoder"
+    return run_tool(version, dump_log_segments_class(version), decoder, "--files", ",".join(paths))
 
 
 def free_port() -> int:
@@ -197,7 +204,8 @@ def server_properties(
 
 
 class Broker:
-    """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2) with its data in `workdir`.
+    """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2, "4.3" = 4.3.1) with its data in
+    `workdir`.
 
     `settings` override or add server.properties entries (e.g. `offsets.retention.minutes`, or
     `group.coordinator.rebalance.protocols` to enable KIP-848 groups on 3.9). `sasl_users` (user ->

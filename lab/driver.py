@@ -265,6 +265,20 @@ class Lab:
                 return True
             raise
 
+    def group_epoch(self, group: str) -> int | None:
+        """A KIP-848 group's epoch as kafka-consumer-groups --describe --state --verbose prints it (the
+        column arrived after 3.9: None there)."""
+        lines = [
+            line.split()
+            for line in self.broker.consumer_groups("--describe", "--group", group, "--state", "--verbose").splitlines()
+        ]
+        header = next((line for line in lines if line[:1] == ["GROUP"]), [])
+        row = next((line for line in lines if line[:1] == [group]), [])
+        if "GROUP-EPOCH" not in header or not row:
+            return None
+        # "COORDINATOR (ID)" is one column in two words, "host:port  (id)" one value in two: same offsets.
+        return int(row[header.index("GROUP-EPOCH")])
+
     def member_ids(self, group: str) -> dict[str, str]:
         """{group.instance.id or client id: member id}."""
         return {

@@ -30,21 +30,20 @@ from confluent_kafka import Producer
 from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
 from lab.driver import Lab, ScenarioError, ScenarioLog
 
-VERSIONS = ("4",)
+VERSIONS = ("4", "4.3")
 DELIVERY_COUNT_LIMIT = 3
 SESSION_TIMEOUT_MS = 6000
-BROKER_SETTINGS = {
-    "4": {
-        "group.share.min.session.timeout.ms": 1000,
-        "group.share.session.timeout.ms": SESSION_TIMEOUT_MS,
-        "group.share.min.heartbeat.interval.ms": 500,
-        "group.share.heartbeat.interval.ms": 1000,
-        "group.share.delivery.count.limit": DELIVERY_COUNT_LIMIT,
-        # A snapshot every few updates (Kafka's default is 500), so the capture holds ShareSnapshot
-        # records written from a partition's running state, not only the ones written at initialisation.
-        "share.coordinator.snapshot.update.records.per.snapshot": 4,
-    }
+SHARE_SETTINGS = {
+    "group.share.min.session.timeout.ms": 1000,
+    "group.share.session.timeout.ms": SESSION_TIMEOUT_MS,
+    "group.share.min.heartbeat.interval.ms": 500,
+    "group.share.heartbeat.interval.ms": 1000,
+    "group.share.delivery.count.limit": DELIVERY_COUNT_LIMIT,
+    # A snapshot every few updates (Kafka's default is 500), so the capture holds ShareSnapshot
+    # records written from a partition's running state, not only the ones written at initialisation.
+    "share.coordinator.snapshot.update.records.per.snapshot": 4,
 }
+BROKER_SETTINGS = {line: SHARE_SETTINGS for line in VERSIONS}
 GROUP, DELETED_GROUP = "share-lab", "share-lab-deleted"
 TOPICS = {"tasks": 3, "scratch": 2}
 PLANS = ("accept", "release-once", "reject", "release-always")
