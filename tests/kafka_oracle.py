@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jobs.segment_files import read_paths
-from lab.broker import DUMP_LOG_SEGMENTS, JARS
+from lab.broker import JARS, dump_log_segments_class
 from lab.dump import parse_dump
 from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.decode_rows import to_jsonable
@@ -37,7 +37,7 @@ def run_dump_log_segments(files: Sequence[Path], version: str = "4") -> str:
         "java",
         "-cp",
         f"{jars}/*",
-        DUMP_LOG_SEGMENTS,
+        dump_log_segments_class(version),
         "--offsets-decoder",
         "--files",
         ",".join(str(file) for file in files),

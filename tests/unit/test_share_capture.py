@@ -1,6 +1,6 @@
-"""The share capture (Kafka 4.2.1's KafkaShareConsumer on a real 4.2.1 broker, lab/scenarios/share.py):
-both logs read by groupscope record by record as Kafka's DumpLogSegments reads them, and the log agrees
-with what the members themselves saw and did.
+"""The share captures (Kafka's own KafkaShareConsumer on real 4.2.1 and 4.3.1 brokers of the same line,
+lab/scenarios/share.py): both logs read by groupscope record by record as that line's DumpLogSegments
+reads them, and the log agrees with what the members themselves saw and did.
 
 `__consumer_offsets` (types 10-15) is decoded by groupscope's decoder. `__share_group_state` is not read
 by groupscope yet (issue 17, section 3): its two record types are declared here, in the layout
@@ -15,21 +15,25 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from jobs.segment_files import read_paths
 from lab.dump import parse_dump
-from lab.scenarios.share import BROKER_SETTINGS, DELETED_GROUP, DELIVERY_COUNT_LIMIT, GROUP, SESSION_TIMEOUT_MS
+from lab.scenarios.share import DELETED_GROUP, DELIVERY_COUNT_LIMIT, GROUP, SESSION_TIMEOUT_MS, SHARE_SETTINGS
 from schemas.layouts import Field, Message
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import kafka_by_position, ours_by_position, parse_describe, snake_case
 from transforms.decoder.layout_reader import read_exact, read_versioned
 
-CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1" / "share"
+# One share capture per Kafka line (4.2.1, 4.3.1): the same scenario, each line's own DumpLogSegments.
+CAPTURES = sorted((REPO_ROOT / "tests" / "captures").glob("kafka-*/share"))
+per_capture = pytest.mark.parametrize("capture", CAPTURES, ids=[path.parent.name for path in CAPTURES])
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1  # record types of __share_group_state (the key's int16 prefix)
 SHARE_MEMBER, SHARE_METADATA, SHARE_TARGET_METADATA, SHARE_TARGET_MEMBER, SHARE_CURRENT, SHARE_STATE_PARTITIONS = range(
     10, 16
 )
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4  # a state batch's delivery state
-HEARTBEAT_INTERVAL_MS = BROKER_SETTINGS["4"]["group.share.heartbeat.interval.ms"]
+HEARTBEAT_INTERVAL_MS = SHARE_SETTINGS["group.share.heartbeat.interval.ms"]
 LEAVE_WITHIN_MS = 2000  # a clean leave is one heartbeat round trip after the close begins, not a session
 
 SHARE_STATE_KEY = (Field("group_id", "string"), Field("topic_id", "uuid"), Field("partition", "int32"))
@@ -84,9 +88,9 @@ def in_capture(by_path: dict[tuple[str, int], dict]) -> dict[tuple[str, int], di
     }
 
 
-def share_state_ours() -> dict[tuple[str, int], dict]:
+def share_state_ours(capture: Path) -> dict[tuple[str, int], dict]:
     decoded = {}
-    files = sorted((CAPTURE / "segments-share-state").glob("*/*.log"))
+    files = sorted((capture / "segments-share-state").glob("*/*.log"))
     for record in read_paths([str(file) for file in files]):
         assert record.error is None, record.error
         record_type = int.from_bytes(record.key[:2], "big", signed=True)
@@ -102,9 +106,9 @@ def share_state_ours() -> dict[tuple[str, int], dict]:
     return in_capture(decoded)
 
 
-def share_state_kafka() -> dict[tuple[str, int], dict]:
+def share_state_kafka(capture: Path) -> dict[tuple[str, int], dict]:
     records = {}
-    for record in parse_dump((CAPTURE / "dump-share-state.txt").read_text()):
+    for record in parse_dump((capture / "dump-share-state.txt").read_text()):
         assert "key" in record, f"Kafka could not decode: {record}"
         records[(record["file"], record["offset"])] = {
             "record_type": record["type"],
@@ -115,8 +119,8 @@ def share_state_kafka() -> dict[tuple[str, int], dict]:
     return in_capture(records)
 
 
-def offsets_kafka() -> dict[tuple[str, int], dict]:
-    return in_capture(kafka_by_position((CAPTURE / "dump-offsets.txt").read_text()))
+def offsets_kafka(capture: Path) -> dict[tuple[str, int], dict]:
+    return in_capture(kafka_by_position((capture / "dump-offsets.txt").read_text()))
 
 
 def assert_same_records(ours: dict, kafka: dict) -> None:
@@ -132,35 +136,43 @@ def labels(records: dict) -> set[str]:
     return {f"{r['record_type']}{'' if r['value'] is not None else ' tombstone'}" for r in records.values()}
 
 
-def test_consumer_offsets_records_equal_kafkas_dump_of_them():
-    ours = in_capture(ours_by_position(sorted((CAPTURE / "segments").glob("*/*.log"))))
-    kafka = offsets_kafka()
+def test_there_are_share_captures_of_both_kafka_4_lines():
+    assert {path.parent.name for path in CAPTURES} >= {"kafka-4.2.1", "kafka-4.3.1"}
+
+
+@per_capture
+def test_consumer_offsets_records_equal_kafkas_dump_of_them(capture: Path):
+    ours = in_capture(ours_by_position(sorted((capture / "segments").glob("*/*.log"))))
+    kafka = offsets_kafka(capture)
     assert_same_records(ours, kafka)
     # What the capture is for: every share group record type, and members removed (left, fenced, deleted).
     assert {"10", "11", "12", "13", "14", "15", "10 tombstone", "13 tombstone", "14 tombstone"} <= labels(kafka)
 
 
-def test_share_group_state_records_equal_kafkas_dump_of_them():
-    kafka = share_state_kafka()
-    assert_same_records(share_state_ours(), kafka)
+@per_capture
+def test_share_group_state_records_equal_kafkas_dump_of_them(capture: Path):
+    kafka = share_state_kafka(capture)
+    assert_same_records(share_state_ours(capture), kafka)
     assert {"0", "1", "0 tombstone"} <= labels(kafka)
     assert any("delivery_complete_count" in r["value"] for r in kafka.values() if r["value"]), "no KIP-1226 tag"
 
 
-def scenario_events(kind: str) -> list[dict]:
-    events = json.loads((CAPTURE / "scenario.json").read_text())["events"]
+def scenario_events(capture: Path, kind: str) -> list[dict]:
+    events = json.loads((capture / "scenario.json").read_text())["events"]
     return [event for event in events if event["event"] == kind]
 
 
-def log_order(records: dict) -> list[dict]:
+def log_order(capture: Path, records: dict) -> list[dict]:
     """Records with their CreateTime, in log order per partition (one group's records share a partition)."""
-    times = {(f"{Path(r['file']).parent.name}/{Path(r['file']).name}", r["offset"]): r["at_ms"] for r in dump_lines()}
+    times = {
+        (f"{Path(r['file']).parent.name}/{Path(r['file']).name}", r["offset"]): r["at_ms"] for r in dump_lines(capture)
+    }
     return [records[position] | {"at_ms": times[position]} for position in sorted(records)]
 
 
-def dump_lines() -> list[dict]:
-    return parse_dump((CAPTURE / "dump-offsets.txt").read_text()) + parse_dump(
-        (CAPTURE / "dump-share-state.txt").read_text()
+def dump_lines(capture: Path) -> list[dict]:
+    return parse_dump((capture / "dump-offsets.txt").read_text()) + parse_dump(
+        (capture / "dump-share-state.txt").read_text()
     )
 
 
@@ -184,10 +196,11 @@ def latest(records: list[dict], record_type: int, key: dict, at_ms: int) -> dict
     return written[-1]["value"] if written else None
 
 
-def test_every_view_a_member_had_of_itself_is_what_the_log_held_at_that_moment():
-    records = log_order(offsets_kafka())
+@per_capture
+def test_every_view_a_member_had_of_itself_is_what_the_log_held_at_that_moment(capture: Path):
+    records = log_order(capture, offsets_kafka(capture))
     names = topic_names(records)
-    views = scenario_events("share_assignment")
+    views = scenario_events(capture, "share_assignment")
     assert {view["member"] for view in views} == {"m1", "m2", "m3", "d1"}
     members = {
         (r["key"]["member_id"], r["value"]["client_id"])
@@ -195,7 +208,7 @@ def test_every_view_a_member_had_of_itself_is_what_the_log_held_at_that_moment()
         if r["record_type"] == SHARE_MEMBER and r["value"]
     }
     assert members == {(view["member_id"], view["member"]) for view in views}, "one member id per client, as written"
-    deleted_at = {event["topic"]: event["at_ms"] for event in scenario_events("topic_deleted")}
+    deleted_at = {event["topic"]: event["at_ms"] for event in scenario_events(capture, "topic_deleted")}
     assert deleted_at, "the scenario deletes a topic under the group"
     for view in views:
         group, member = {"group_id": view["group"]}, {"group_id": view["group"], "member_id": view["member_id"]}
@@ -218,18 +231,19 @@ def test_every_view_a_member_had_of_itself_is_what_the_log_held_at_that_moment()
             assert [part for part in targeted if part.rsplit("-", 1)[0] not in gone] == view["assignment"], view
 
 
-def test_the_member_that_left_is_removed_at_once_and_the_killed_one_at_its_session_timeout():
-    records = log_order(offsets_kafka())
-    member_id = {view["member"]: view["member_id"] for view in scenario_events("share_assignment")}
+@per_capture
+def test_the_member_that_left_is_removed_at_once_and_the_killed_one_at_its_session_timeout(capture: Path):
+    records = log_order(capture, offsets_kafka(capture))
+    member_id = {view["member"]: view["member_id"] for view in scenario_events(capture, "share_assignment")}
     removed = {
         r["key"]["member_id"]: r["at_ms"] for r in records if r["record_type"] == SHARE_MEMBER and r["value"] is None
     }
-    closing = next(e for e in scenario_events("share_closing") if e["member"] == "m2")["at_ms"]
-    killed = next(e for e in scenario_events("share_member_killed") if e["member"] == "m3")["at_ms"]
+    closing = next(e for e in scenario_events(capture, "share_closing") if e["member"] == "m2")["at_ms"]
+    killed = next(e for e in scenario_events(capture, "share_member_killed") if e["member"] == "m3")["at_ms"]
     assert 0 <= removed[member_id["m2"]] - closing < LEAVE_WITHIN_MS
     # Its last heartbeat was at most one interval before the kill; the session runs from that heartbeat.
     assert removed[member_id["m3"]] - killed >= SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS
-    described = parse_describe((CAPTURE / "describe-share-members.txt").read_text())
+    described = parse_describe((capture / "describe-share-members.txt").read_text())
     assert [(row["GROUP"], row["CLIENT-ID"], row["CONSUMER-ID"]) for row in described] == [
         (GROUP, "m1", member_id["m1"])
     ]
@@ -271,21 +285,22 @@ def state_histories(records: list[dict], names: dict[str, str]) -> tuple[dict, d
     return history, start
 
 
-def test_delivery_counts_and_archived_records_follow_the_acknowledgements():
-    names = topic_names(log_order(offsets_kafka()))
-    history, start = state_histories(log_order(share_state_kafka()), names)
+@per_capture
+def test_delivery_counts_and_archived_records_follow_the_acknowledgements(capture: Path):
+    names = topic_names(log_order(capture, offsets_kafka(capture)))
+    history, start = state_histories(log_order(capture, share_state_kafka(capture)), names)
     plans = {
         (r["topic"], r["partition"], r["offset"]): r["plan"]
-        for e in scenario_events("share_records_produced")
+        for e in scenario_events(capture, "share_records_produced")
         for r in e["records"]
     }
     deliveries = defaultdict(list)
-    for event in scenario_events("share_record"):
+    for event in scenario_events(capture, "share_record"):
         deliveries[(event["group"], event["topic"], event["partition"], event["offset"])].append(
             event["delivery_count"]
         )
     acks = defaultdict(list)
-    for event in scenario_events("share_ack"):
+    for event in scenario_events(capture, "share_ack"):
         acks[(event["group"], event["topic"], event["partition"], event["offset"])].append(event["type"])
     assert (
         set(deliveries)
@@ -303,15 +318,16 @@ def test_delivery_counts_and_archived_records_follow_the_acknowledgements():
         assert written == expected, (group, topic, partition, offset, written)
     described = {
         (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): int(r["START-OFFSET"])
-        for r in parse_describe((CAPTURE / "describe-share.txt").read_text())
+        for r in parse_describe((capture / "describe-share.txt").read_text())
     }
     assert described and described == {
         key: value for key, value in start.items() if key[0] == GROUP and key[1] == "tasks"
     }
 
 
-def test_the_deleted_group_and_the_deleted_topic_get_tombstones_in_both_logs():
-    offsets = log_order(offsets_kafka())
+@per_capture
+def test_the_deleted_group_and_the_deleted_topic_get_tombstones_in_both_logs(capture: Path):
+    offsets = log_order(capture, offsets_kafka(capture))
     names = topic_names(offsets)
     last = {}
     for record in offsets:
@@ -320,7 +336,7 @@ def test_the_deleted_group_and_the_deleted_topic_get_tombstones_in_both_logs():
     assert {record_type for record_type, _ in last} == {10, 11, 12, 13, 14, 15}
     assert all(value is None for value in last.values())
     states = defaultdict(list)
-    for record in log_order(share_state_kafka()):
+    for record in log_order(capture, share_state_kafka(capture)):
         key = record["key"]
         states[(key["group_id"], names[key["topic_id"]], key["partition"])].append(record["value"])
     deleted_group = {(DELETED_GROUP, "tasks", p) for p in range(3)}
