@@ -161,11 +161,12 @@ def check_reachable(spark: SparkSession, config: Config, secrets: Mapping[str, s
     wrong credentials fail here, in the bounded time of S3A's retry settings, naming the store."""
     jvm = spark.sparkContext._jvm
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for path in s3_paths(config):
-        bucket = "/".join(path.split("/", 3)[:3])
+    first_path_per_bucket = {"/".join(path.split("/", 3)[:3]): path for path in reversed(s3_paths(config))}
+    for bucket, path in first_path_per_bucket.items():
         try:
-            root = jvm.org.apache.hadoop.fs.Path(bucket + "/")
-            root.getFileSystem(hadoop_conf).getFileStatus(root)
+            # A real request (S3A answers for a bucket's root without asking the store): HEAD and LIST.
+            probe = jvm.org.apache.hadoop.fs.Path(path)
+            probe.getFileSystem(hadoop_conf).exists(probe)
         except Py4JJavaError as error:
             reason = redact(_root_cause(error), secrets.values())
             raise StoreUnavailable(
