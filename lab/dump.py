@@ -148,7 +148,8 @@ def summarize(dump_text: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m lab.dump CAPTURE_DIR...: a summary of each capture's dump-offsets.txt."""
+    """python -m lab.dump CAPTURE_DIR...: a summary of each capture's dump-offsets.txt (and of its
+    dump-share-state.txt, if it has one)."""
     import sys
     from pathlib import Path
 
@@ -157,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         records = ", ".join(f"{label}: {count}" for label, count in summary["records"].items())
         print(f"{directory}\n  {records}\n  transactional records: {summary['transactional_records']}")
         print(f"  groups: {', '.join(summary['groups'])}")
+        share_state = Path(directory) / "dump-share-state.txt"
+        if share_state.exists():  # types 0 and 1 there are ShareSnapshot and ShareUpdate
+            counts = summarize(share_state.read_text())["records"]
+            print("  __share_group_state: " + ", ".join(f"{label}: {count}" for label, count in counts.items()))
     return 0
 
 

@@ -18,9 +18,7 @@ kafka-share-groups --describe (start offsets), never on a guessed time.
 
 from __future__ import annotations
 
-import json
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +27,7 @@ from confluent_kafka import Producer
 
 from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
 from lab.driver import Lab, ScenarioError, ScenarioLog
+from lab.jvm_member import JvmMember, events_file
 
 VERSIONS = ("4", "4.3")
 DELIVERY_COUNT_LIMIT = 3
@@ -76,50 +75,19 @@ def describe(broker: Broker) -> dict[str, str]:
     }
 
 
-class Member:
-    """One LabShareConsumer process; its view is read back from its events file."""
+class Member(JvmMember):
+    """One LabShareConsumer process. stop() = SIGTERM: the consumer commits pending acknowledgements and
+    leaves the group."""
 
     def __init__(self, lab: Lab, group: str, name: str, topics: Iterable[str], classes: Path):
-        self.lab, self.group, self.name = lab, group, name
-        workdir = lab.record.workdir
-        self.events_file = workdir / f"member-{name}.jsonl"
-        self.events_file.write_text("")  # the JVM appends; the driver may read before its first line
         command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{classpath(lab.broker.version)}"]
         command += ["groupscope.lab.LabShareConsumer", lab.broker.bootstrap_servers, group, name, ",".join(topics)]
-        command += [str(self.events_file)]
-        with open(workdir / f"{name}.log", "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        lab.record.groups.add(group)
-        lab.record.event("share_member_started", member=name, group=group, topics=sorted(topics))
-        lab.record.keep_running(self.kill_after_capture)
-
-    def events(self) -> list[dict]:
-        if self.process.poll() is not None:
-            raise ScenarioError(f"share member {self.name} exited with {self.process.returncode}")
-        complete_lines = self.events_file.read_text().split("\n")[:-1]  # the last may still be written
-        return [json.loads(line) for line in complete_lines if line.strip()]
+        command += [str(events_file(lab, name))]
+        super().__init__(lab, group, name, "share_member", command, topics=sorted(topics))
 
     def view(self) -> dict:
         """Its latest entry in DescribeShareGroups (empty before the first one)."""
-        seen = [event for event in self.events() if event["event"] == "share_assignment"]
-        return seen[-1] if seen else {}
-
-    def stop(self) -> None:
-        """SIGTERM: the consumer commits pending acknowledgements and leaves the group."""
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(60)
-        self.lab.record.event("share_member_stopped", member=self.name, group=self.group)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(30)
-        self.lab.record.event("share_member_killed", member=self.name, group=self.group)
-
-    def kill_after_capture(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(30)
-            self.lab.record.event("share_member_killed_after_capture", member=self.name, group=self.group)
+        return self.last("share_assignment")
 
 
 def produce_plans(lab: Lab, topic: str, count: int) -> None:

@@ -19,14 +19,13 @@ standby tasks) to member-<name>.jsonl; the driver waits on those views, never on
 
 from __future__ import annotations
 
-import json
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 from lab.broker import REPO_ROOT, TOOL_JVM_OPTIONS, Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
+from lab.jvm_member import JvmMember, events_file
 
 VERSIONS = ("4",)
 # Streams-group sessions as short as the KIP-848 ones (the minimums let the group config ask for 6 s),
@@ -65,47 +64,19 @@ def build_app(workdir: Path) -> Path:
     return classes
 
 
-class Instance:
-    """One LabStreamsApp process; its own view of itself is read back from its events file."""
+class Instance(JvmMember):
+    """One LabStreamsApp process; its own view of itself is read back from its events file. stop() =
+    SIGTERM: the shutdown hook closes KafkaStreams with LEAVE_GROUP before the JVM exits."""
 
     def __init__(self, lab: Lab, group: str, name: str, classes: Path):
-        self.lab, self.group, self.name = lab, group, name
-        workdir = lab.record.workdir
-        self.events_file = workdir / f"member-{name}.jsonl"
-        self.events_file.write_text("")  # the JVM appends; the driver may read before its first line
         command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{STREAMS_JARS}/*", "groupscope.lab.LabStreamsApp"]
-        command += [lab.broker.bootstrap_servers, group, name, str(workdir / f"state-{name}"), str(self.events_file)]
-        with open(workdir / f"{name}.log", "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        lab.record.groups.add(group)
-        lab.record.event("streams_instance_started", member=name, group=group, pid=self.process.pid)
-        lab.record.keep_running(self.kill_after_capture)  # first: an instance that never gets ready dies too
+        state = lab.record.workdir / f"state-{name}"
+        command += [lab.broker.bootstrap_servers, group, name, str(state), str(events_file(lab, name))]
+        super().__init__(lab, group, name, "streams_instance", command)
 
     def view(self) -> dict:
         """The instance's latest report: {"state", "active", "standby"} (empty before the first one)."""
-        if self.process.poll() is not None:
-            raise ScenarioError(f"streams instance {self.name} exited with {self.process.returncode}")
-        complete_lines = self.events_file.read_text().split("\n")[:-1]  # the last may still be written
-        reports = [json.loads(line) for line in complete_lines if line.strip()]
-        tasks = [report for report in reports if report["event"] == "streams_tasks"]
-        return tasks[-1] if tasks else {}
-
-    def stop(self) -> None:
-        """SIGTERM: the shutdown hook closes KafkaStreams with LEAVE_GROUP before the JVM exits."""
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(60)
-        self.lab.record.event("streams_instance_stopped", member=self.name, group=self.group)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(30)
-        self.lab.record.event("streams_instance_killed", member=self.name, group=self.group)
-
-    def kill_after_capture(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(30)
-            self.lab.record.event("streams_instance_killed_after_capture", member=self.name, group=self.group)
+        return self.last("streams_tasks")
 
 
 def wait_for_placement(lab: Lab, instances: list[Instance]) -> dict[str, dict[str, list[str]]]:
