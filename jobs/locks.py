@@ -114,8 +114,11 @@ class RunLock:
                 return
             current = self._read()
         who = current.describe() if current else "a run that has just finished"
+        held = f"cluster {self._config.cluster!r} in database {self._config.database!r}"
+        if is_s3(self._config.warehouse):  # one lock per database there (see the module's docstring)
+            held = f"database {self._config.database!r} (every cluster: its warehouse is on S3)"
         raise RunRefused(
-            f"another groupscope run holds cluster {self._config.cluster!r} in database {self._config.database!r}: "
+            f"another groupscope run holds {held}: "
             f"{who}. Nothing was changed; run again when it has finished. If it is dead and this persists, "
             f"delete {self._path.toString()}"
         )

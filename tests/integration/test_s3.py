@@ -1,0 +1,178 @@
+"""groupscope on S3 API object storage (issue 18 §1, docs/s3.md), against real S3-compatible servers on
+loopback: s3proxy 4.1.0 (conditional writes) and 2.6.0 (ignores If-None-Match), started with
+scripts/s3proxy.sh, and real `spark-submit.sh nightly` runs with the warehouse and the segment inputs
+in the bucket.
+
+One module fixture runs everything, in two rounds of runs side by side (the machine has two cores):
+  1. a wrong endpoint, wrong credentials, the store without conditional writes (all aimed at warehouses
+     that must stay empty), and a nightly into warehouse b killed at a progress line;
+  2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), and b run again;
+then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
+views of a's metastore read its tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jobs.locks import EXIT_BUSY
+from jobs.steps.views import VIEWS
+from tests.conftest import REPO_ROOT
+from tests.kill import run_until_progress_line
+from tests.s3_runs import BUCKET, SAMPLE, SECRET_KEY_ENV, Run, S3Server, environment_file, free_port, new_credentials
+
+KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one table of six
+# A run against a store that does not answer or refuses it: a JVM start (a minute on a loaded two-core
+# machine) and S3A's bounded retries (conf/s3.toml: 2 x 2 attempts, 15 s to connect).
+FAILURE_BOUND_SECONDS = 240
+COMPARE_TIMEOUT_SECONDS = 900
+
+
+@dataclass
+class Outcome:
+    code: int
+    output: str
+    seconds: float
+    logs: str
+
+
+def finished(run: Run) -> Outcome:
+    code, output, seconds = run.finish()
+    return Outcome(code, output, seconds, run.spark_logs())
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    work = tmp_path_factory.mktemp("s3")
+    credentials = new_credentials()
+    store = S3Server(work / "store", credentials).start()
+    legacy = S3Server(work / "legacy", credentials, jars=REPO_ROOT / "jvm" / "s3proxy-2.6" / "jars").start()
+    try:
+        segments = store.put_folder(SAMPLE / "segments", "inputs/segments")
+
+        def conf(name: str, warehouse: str, endpoint: str = store.endpoint) -> Path:
+            return environment_file(work / f"{name}.toml", endpoint, warehouse, work / f"metastore-{name}", segments)
+
+        def start(name: str, warehouse: str, endpoint: str = store.endpoint, env: dict | None = None) -> Run:
+            return Run.start("nightly", conf(name, warehouse, endpoint), work / f"{name}.out", env or credentials)
+
+        wrong_secret = {**credentials, SECRET_KEY_ENV: f"wrong-{secrets.token_urlsafe(16)}"}
+        first_round = {
+            "bad_endpoint": start("bad-endpoint", f"s3a://{BUCKET}/a", endpoint=f"http://127.0.0.1:{free_port()}"),
+            "bad_credentials": start("bad-credentials", f"s3a://{BUCKET}/a", env=wrong_secret),
+            "unguarded": start("unguarded", f"s3a://{BUCKET}/a", endpoint=legacy.endpoint),
+        }
+        killed_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf", str(conf("b", f"s3a://{BUCKET}/b"))]
+        killed_at = run_until_progress_line(
+            killed_command, work / "b-killed.out", KILL_AT_PROGRESS_LINE, env={**os.environ, **credentials}
+        )
+        results = {name: finished(run) for name, run in first_round.items()}
+        warehouse_a_after_failures = sorted(
+            str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
+        )
+        legacy_objects = sorted(
+            str(p.relative_to(legacy.folder)) for p in legacy.bucket_folder.rglob("*") if p.is_file()
+        )
+
+        second_round = {"a": start("a", f"s3a://{BUCKET}/a"), "rival": start("rival", f"s3a://{BUCKET}/a")}
+        second_round["b_rerun"] = Run.start("nightly", work / "b.toml", work / "b-rerun.out", credentials)
+        results |= {name: finished(run) for name, run in second_round.items()}
+
+        winner = "a" if results["a"].code == 0 else "rival"
+        compare = subprocess.run(
+            [sys.executable, "-m", "tests.s3_tables", str(work / f"{winner}.toml"), f"s3a://{BUCKET}/a", f"s3a://{BUCKET}/b"],
+            capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, **credentials},
+            timeout=COMPARE_TIMEOUT_SECONDS,
+        )  # fmt: skip
+        yield {
+            "results": results,
+            "killed_at": killed_at,
+            "winner": winner,
+            "compare": compare,
+            "credentials": credentials,
+            "wrong_secret": wrong_secret[SECRET_KEY_ENV],
+            "warehouse_a_after_failures": warehouse_a_after_failures,
+            "legacy_objects": legacy_objects,
+            "endpoint": store.endpoint,
+        }
+    finally:
+        store.stop()
+        legacy.stop()
+
+
+def compared(s3) -> dict:
+    assert s3["compare"].returncode == 0, s3["compare"].stderr[-3000:]
+    return json.loads(s3["compare"].stdout.strip().splitlines()[-1])
+
+
+def test_a_wrong_endpoint_fails_in_bounded_time_naming_the_store(s3):
+    outcome = s3["results"]["bad_endpoint"]
+    assert outcome.code == 1, outcome.output[-2000:]
+    assert "cannot use s3a://groupscope at the S3 endpoint http://127.0.0.1:" in outcome.output
+    assert "Nothing was written" in outcome.output and "Traceback" not in outcome.output
+    assert outcome.seconds < FAILURE_BOUND_SECONDS, f"took {outcome.seconds:.0f} s"
+
+
+def test_wrong_credentials_fail_naming_the_store_and_no_secret_in_message_or_log(s3):
+    outcome = s3["results"]["bad_credentials"]
+    assert outcome.code == 1, outcome.output[-2000:]
+    assert f"cannot use s3a://groupscope at the S3 endpoint {s3['endpoint']}" in outcome.output
+    assert "403" in outcome.output or "Forbidden" in outcome.output or "Signature" in outcome.output
+    assert outcome.seconds < FAILURE_BOUND_SECONDS, f"took {outcome.seconds:.0f} s"
+    assert outcome.logs, "the failed run's Spark log was found and read"
+    for secret in (s3["wrong_secret"], s3["credentials"][SECRET_KEY_ENV]):
+        assert secret not in outcome.output and secret not in outcome.logs
+
+
+def test_failed_runs_wrote_nothing_and_the_next_good_run_is_unaffected(s3):
+    # Both failed runs were aimed at warehouse a, which the next runs then filled.
+    assert s3["warehouse_a_after_failures"] == []
+    assert s3["results"][s3["winner"]].code == 0
+
+
+def test_a_store_without_conditional_writes_is_refused_saying_why(s3):
+    outcome = s3["results"]["unguarded"]
+    assert outcome.code == 1, outcome.output[-2000:]
+    assert "does not support conditional writes" in outcome.output
+    assert "refusing to run unguarded" in outcome.output and "Traceback" not in outcome.output
+    # Only the database folder S3A made while the session started: no table, no lock, no probe left.
+    assert not [name for name in s3["legacy_objects"] if "_delta_log" in name or "lock" in name or "probe" in name]
+
+
+def test_two_nightlies_at_once_on_s3_one_runs_one_is_refused(s3):
+    codes = sorted(s3["results"][name].code for name in ("a", "rival"))
+    assert codes == [0, EXIT_BUSY], [s3["results"][name].output[-2000:] for name in ("a", "rival")]
+    loser = s3["results"]["rival" if s3["winner"] == "a" else "a"]
+    assert "another groupscope run holds" in loser.output and "Traceback" not in loser.output
+    assert "s3a://groupscope/a/_groupscope/locks/" in loser.output
+    assert "check: raw 170 = decoded 170 + quarantined 0" in s3["results"][s3["winner"]].output
+
+
+def test_a_nightly_killed_and_rerun_on_s3_equals_an_uninterrupted_one(s3):
+    assert "offset_commits: written" in s3["killed_at"], s3["killed_at"]
+    rerun = s3["results"]["b_rerun"]
+    assert rerun.code == 0, rerun.output[-2000:]
+    comparison = compared(s3)
+    assert len(comparison["tables"]) >= 15 and "raw_records" in comparison["tables"]
+    assert comparison["differing"] == []
+
+
+def test_the_sql_views_read_the_tables_on_s3(s3):
+    views = compared(s3)["views"]
+    assert sorted(views) == sorted(VIEWS)
+    for name in ("rebalance_timeline", "group_health", "current_assignment", "current_lag"):
+        assert views[name] > 0, views
+
+
+def test_no_run_writes_the_secret_to_its_output_or_logs(s3):
+    secret = s3["credentials"][SECRET_KEY_ENV]
+    for name, outcome in s3["results"].items():
+        assert secret not in outcome.output and secret not in outcome.logs, name

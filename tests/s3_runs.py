@@ -1,0 +1,152 @@
+"""Real S3-compatible servers on loopback for tests/integration/test_s3.py, started and stopped with the
+users' own script (scripts/s3proxy.sh), and `spark-submit.sh` runs against them with an environment file
+written per run (conf/s3.toml's settings pointing at the server).
+
+The key pair is made up per session and reaches the server and the runs only through environment
+variables, the way conf/s3.toml names them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+BUCKET = "groupscope"
+ACCESS_KEY_ENV, SECRET_KEY_ENV = "GROUPSCOPE_S3_ACCESS_KEY", "GROUPSCOPE_S3_SECRET_KEY"
+SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
+RUN_TIMEOUT_SECONDS = 1500  # a nightly of the sample into s3proxy took 516 s at load 12 on two cores
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def new_credentials() -> dict[str, str]:
+    return {ACCESS_KEY_ENV: f"groupscope-{secrets.token_hex(4)}", SECRET_KEY_ENV: secrets.token_urlsafe(24)}
+
+
+@dataclass
+class S3Server:
+    """One s3proxy, objects under `folder` (the bucket is `folder`/groupscope)."""
+
+    folder: Path
+    credentials: dict[str, str]
+    jars: Path = REPO_ROOT / "jvm" / "s3proxy" / "jars"
+    port: int = field(default_factory=free_port)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def bucket_folder(self) -> Path:
+        return self.folder / BUCKET
+
+    def _script(self, action: str) -> subprocess.CompletedProcess:
+        env = {
+            **os.environ,
+            **self.credentials,
+            "GROUPSCOPE_S3PROXY_PORT": str(self.port),
+            "GROUPSCOPE_S3PROXY_DIR": str(self.folder),
+            "GROUPSCOPE_S3PROXY_JARS": str(self.jars),
+        }
+        script = [str(REPO_ROOT / "scripts" / "s3proxy.sh"), action]
+        return subprocess.run(script, env=env, capture_output=True, text=True, timeout=300)
+
+    def start(self) -> S3Server:
+        started = self._script("start")
+        assert started.returncode == 0, f"scripts/s3proxy.sh start failed:\n{started.stderr}"
+        return self
+
+    def stop(self) -> None:
+        self._script("stop")
+
+    def put_folder(self, source: Path, key_prefix: str) -> str:
+        """Objects from a local folder: the filesystem backend serves the files below the bucket's folder
+        as its objects (read back through the S3 API by the run, like any other object)."""
+        shutil.copytree(source, self.bucket_folder / key_prefix)
+        return f"s3a://{BUCKET}/{key_prefix}"
+
+
+def environment_file(
+    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, segments: str, cluster: str = "sample"
+) -> Path:
+    """conf/s3.toml's settings for one run: this server, this warehouse, a small machine's Spark."""
+    path.write_text(f"""\
+[storage]
+warehouse_dir = {json.dumps(warehouse)}
+metastore_dir = {json.dumps(str(metastore_dir))}
+
+[storage.s3]
+endpoint = {json.dumps(server_endpoint)}
+region = "us-east-1"
+path_style_access = true
+access_key_env = "{ACCESS_KEY_ENV}"
+secret_key_env = "{SECRET_KEY_ENV}"
+
+[spark.conf]
+"spark.sql.shuffle.partitions" = "2"
+"spark.default.parallelism" = "2"
+"spark.ui.enabled" = "false"
+"spark.hadoop.fs.s3a.connection.establish.timeout" = "15s"
+"spark.hadoop.fs.s3a.connection.request.timeout" = "30s"
+"spark.hadoop.fs.s3a.attempts.maximum" = "2"
+"spark.hadoop.fs.s3a.retry.limit" = "2"
+"spark.hadoop.fs.s3a.retry.interval" = "500ms"
+
+[input]
+cluster = "{cluster}"
+segment_paths = [{json.dumps(segments)}]
+
+[end_offsets]
+files = [{json.dumps(str(SAMPLE))}]
+""")
+    return path
+
+
+@dataclass
+class Run:
+    """A `spark-submit.sh` process started in a process group of its own; its output in `log`."""
+
+    log: Path
+    popen: subprocess.Popen
+    started: float
+
+    @classmethod
+    def start(cls, job: str, conf: Path, log: Path, credentials: dict[str, str]) -> Run:
+        command = [str(REPO_ROOT / "spark-submit.sh"), job, "--conf", str(conf)]
+        with open(log, "wb") as output:
+            popen = subprocess.Popen(
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **credentials},
+                cwd=REPO_ROOT,
+                start_new_session=True,
+            )
+        return cls(log, popen, time.monotonic())
+
+    def finish(self, timeout: float = RUN_TIMEOUT_SECONDS) -> tuple[int, str, float]:
+        """Exit code, output, and seconds from start to exit."""
+        code = self.popen.wait(timeout)
+        return code, self.log.read_text(errors="replace"), time.monotonic() - self.started
+
+    def spark_logs(self) -> str:
+        """The run's Spark log (logs/spark-<time>-<pid>.log: spark-submit.sh execs, keeping this pid) and
+        the traceback file a failed run names."""
+        files = [*(REPO_ROOT / "logs").glob(f"spark-*-{self.popen.pid}.log")]
+        run_ids = re.findall(r"started: run (\S+)", self.log.read_text(errors="replace"))
+        files += [REPO_ROOT / "logs" / f"{run_id}.log" for run_id in run_ids]
+        return "\n".join(path.read_text(errors="replace") for path in files if path.is_file())

@@ -1,0 +1,54 @@
+"""Reads two groupscope warehouses on S3 and prints, as JSON, what tests/integration/test_s3.py asserts:
+the tables whose rows differ between them (tests/delta_compare.py's row comparison, over s3a:// paths)
+and the row count of every SQL view of the first one, read through its own metastore.
+
+    python -m tests.s3_tables CONF EXPECTED_WAREHOUSE ACTUAL_WAREHOUSE
+
+Run as a process of its own: its session is built by the jobs' factory from CONF (the S3 settings,
+credentials from the environment, the embedded metastore that holds the views), which the test
+process's shared session cannot be.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from jobs.config import load_config
+from jobs.session import build_session
+from jobs.steps.views import VIEWS
+from tests.delta_compare import RUN_TABLES, table_rows
+
+
+def delta_tables(spark, warehouse: str, database: str) -> dict[str, str]:
+    """The database's Delta tables under an s3a:// warehouse, by name, without the run records."""
+    jvm = spark.sparkContext._jvm
+    database_dir = jvm.org.apache.hadoop.fs.Path(f"{warehouse}/{database}.db")
+    fs = database_dir.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    tables = {}
+    for status in fs.listStatus(database_dir):
+        path = status.getPath()
+        if fs.exists(jvm.org.apache.hadoop.fs.Path(path, "_delta_log")) and path.getName() not in RUN_TABLES:
+            tables[path.getName()] = path.toString()
+    return tables
+
+
+def main(conf: str, expected: str, actual: str) -> dict:
+    config = load_config(Path(conf))
+    spark = build_session(config, "groupscope-s3-compare")
+    try:
+        expected_tables = delta_tables(spark, expected, config.database)
+        actual_tables = delta_tables(spark, actual, config.database)
+        differing = sorted(expected_tables.keys() ^ actual_tables.keys())
+        for name in sorted(expected_tables.keys() & actual_tables.keys()):
+            if table_rows(spark, expected_tables[name]) != table_rows(spark, actual_tables[name]):
+                differing.append(name)
+        views = {name: spark.table(f"{config.database}.{name}").count() for name in VIEWS}
+        return {"tables": sorted(expected_tables), "differing": differing, "views": views}
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(*sys.argv[1:4])))
