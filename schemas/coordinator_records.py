@@ -47,6 +47,9 @@ PARTITION_METADATA_TOPICS = (
 )
 
 
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
 def flexible_v0(name: str, *fields: Field) -> Message:
     return Message(name, valid_versions="0", flexible_versions="0+", fields=fields)
 

@@ -2,11 +2,9 @@
 lab/scenarios/share.py): both logs read by groupscope record by record as that line's DumpLogSegments
 reads them, and the log agrees with what the members themselves saw and did.
 
-`__consumer_offsets` (types 10-15) is decoded by groupscope's decoder. `__share_group_state` is not read
-by groupscope yet (issue 17, section 3): its two record types are declared here, in the layout
-vocabulary of schemas/layouts.py from Kafka 4.2's ShareSnapshotValue/ShareUpdateValue specs, and read
-by groupscope's one layout interpreter; the batches by groupscope's segment reader. Those declarations
-belong in schemas/ once the job ingests that topic.
+Both logs are decoded by groupscope's decoder: `__consumer_offsets` (types 10-15) and
+`__share_group_state` (ShareSnapshot, ShareUpdate: schemas/share_state_records.py), each record with its
+own topic's declarations (the topic named by its partition directory, as the ingest job names it).
 """
 
 from __future__ import annotations
@@ -20,64 +18,21 @@ import pytest
 from jobs.segment_files import read_paths
 from lab.dump import parse_dump
 from lab.scenarios.share import DELETED_GROUP, DELIVERY_COUNT_LIMIT, GROUP, SESSION_TIMEOUT_MS, SHARE_SETTINGS
-from schemas.layouts import Field, Message
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import kafka_by_position, ours_by_position, parse_describe, snake_case
-from transforms.decoder.layout_reader import read_exact, read_versioned
+from transforms.decoder.coordinator_records import decode_record
+from transforms.decoder.decode_rows import to_jsonable
+from transforms.decoder.record_batches import topic_from_path
 
 # One share capture per Kafka line (4.2.1, 4.3.1): the same scenario, each line's own DumpLogSegments.
 CAPTURES = sorted((REPO_ROOT / "tests" / "captures").glob("kafka-*/share"))
 per_capture = pytest.mark.parametrize("capture", CAPTURES, ids=[path.parent.name for path in CAPTURES])
-SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1  # record types of __share_group_state (the key's int16 prefix)
 SHARE_MEMBER, SHARE_METADATA, SHARE_TARGET_METADATA, SHARE_TARGET_MEMBER, SHARE_CURRENT, SHARE_STATE_PARTITIONS = range(
     10, 16
 )
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4  # a state batch's delivery state
 HEARTBEAT_INTERVAL_MS = SHARE_SETTINGS["group.share.heartbeat.interval.ms"]
 LEAVE_WITHIN_MS = 2000  # a clean leave is one heartbeat round trip after the close begins, not a session
-
-SHARE_STATE_KEY = (Field("group_id", "string"), Field("topic_id", "uuid"), Field("partition", "int32"))
-STATE_BATCHES = Field(
-    "state_batches",
-    "[]struct",
-    fields=(
-        Field("first_offset", "int64"),
-        Field("last_offset", "int64"),
-        Field("delivery_state", "int8"),
-        Field("delivery_count", "int16"),
-    ),
-)
-# KIP-1226 (Kafka 4.2) added it as a tagged field of version 0; Kafka leaves it out at -1.
-DELIVERY_COMPLETE_COUNT = Field("delivery_complete_count", "int32", tag=0, tagged_versions="0+", default=-1)
-SHARE_STATE_VALUES = {
-    SHARE_SNAPSHOT: Message(
-        "ShareSnapshotValue",
-        "0",
-        "0+",
-        fields=(
-            Field("snapshot_epoch", "int32"),
-            Field("state_epoch", "int32"),
-            Field("leader_epoch", "int32"),
-            Field("start_offset", "int64"),
-            DELIVERY_COMPLETE_COUNT,
-            Field("create_timestamp", "int64"),
-            Field("write_timestamp", "int64"),
-            STATE_BATCHES,
-        ),
-    ),
-    SHARE_UPDATE: Message(
-        "ShareUpdateValue",
-        "0",
-        "0+",
-        fields=(
-            Field("snapshot_epoch", "int32"),
-            Field("leader_epoch", "int32"),
-            Field("start_offset", "int64"),
-            DELIVERY_COMPLETE_COUNT,
-            STATE_BATCHES,
-        ),
-    ),
-}
 
 
 def in_capture(by_path: dict[tuple[str, int], dict]) -> dict[tuple[str, int], dict]:
@@ -93,15 +48,13 @@ def share_state_ours(capture: Path) -> dict[tuple[str, int], dict]:
     files = sorted((capture / "segments-share-state").glob("*/*.log"))
     for record in read_paths([str(file) for file in files]):
         assert record.error is None, record.error
-        record_type = int.from_bytes(record.key[:2], "big", signed=True)
-        value_version, value = None, None
-        if record.value is not None:
-            value_version, value = read_versioned(SHARE_STATE_VALUES[record_type], record.value)
+        result = decode_record(record.key, record.value, topic_from_path(record.source_file))
+        assert result.error is None, f"{record.source_file}@{record.offset}: {result.error}"
         decoded[(record.source_file, record.offset)] = {
-            "record_type": record_type,
-            "key": read_exact(SHARE_STATE_KEY, "share state key", record.key, 2),
-            "value": value,
-            "value_version": value_version,
+            "record_type": result.record_type,
+            "key": result.key,
+            "value": to_jsonable(result.value),
+            "value_version": result.value_version,
         }
     return in_capture(decoded)
 

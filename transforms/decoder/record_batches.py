@@ -24,6 +24,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from os import PathLike
 
+from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC
+from schemas.share_state_records import SHARE_GROUP_STATE_TOPIC
 from transforms.decoder.batch_resync import (
     FRAMING,
     LEGACY_MIN_SIZE,
@@ -40,17 +42,34 @@ from transforms.decoder.log_transactions import resolve_transactions
 from transforms.decoder.v2_batches import v2_batch
 
 _INT64 = struct.Struct(">q")
-_PARTITION_DIRECTORY = re.compile(r"__consumer_offsets-(\d+)")
+# The topics groupscope reads: the group coordinator's and the share coordinator's (a broker's log dir
+# holds both). Their names are fixed by Kafka.
+COORDINATOR_TOPICS = (CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC)
+_PARTITION_DIRECTORY = re.compile(rf"({'|'.join(COORDINATOR_TOPICS)})-(\d+)")
 
 
-def partition_from_path(path: str | PathLike[str]) -> int | None:
-    """N from a `__consumer_offsets-N` directory: the path itself or its parent (for a segment file)."""
+def topic_partition_from_path(path: str | PathLike[str]) -> tuple[str, int] | None:
+    """(topic, N) from a `__consumer_offsets-N` or `__share_group_state-N` directory: the path itself or
+    its parent (for a segment file)."""
     parts = str(path).replace("\\", "/").rstrip("/").split("/")
     for name in reversed(parts[-2:]):
         match = _PARTITION_DIRECTORY.fullmatch(name)
         if match:
-            return int(match.group(1))
+            return match.group(1), int(match.group(2))
     return None
+
+
+def partition_from_path(path: str | PathLike[str]) -> int | None:
+    """N from a coordinator topic's partition directory (see `topic_partition_from_path`)."""
+    found = topic_partition_from_path(path)
+    return None if found is None else found[1]
+
+
+def topic_from_path(path: str | PathLike[str]) -> str:
+    """The topic a segment file belongs to, by its directory; a file outside such a directory is taken
+    for `__consumer_offsets`, as groupscope always has."""
+    found = topic_partition_from_path(path)
+    return CONSUMER_OFFSETS_TOPIC if found is None else found[0]
 
 
 def _legacy_batch(data: bytes, pos: int, end: int, partition: int | None, source_file: str | None) -> list:
