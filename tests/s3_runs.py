@@ -81,9 +81,10 @@ class S3Server:
 
 
 def environment_file(
-    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, segments: str, cluster: str = "sample"
+    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, segments: str, spark_conf: str = ""
 ) -> Path:
-    """conf/s3.toml's settings for one run: this server, this warehouse, a small machine's Spark."""
+    """conf/s3.toml's settings for one run: this server, this warehouse, a small machine's Spark, and
+    `spark_conf`: more lines of [spark.conf]."""
     path.write_text(f"""\
 [storage]
 warehouse_dir = {json.dumps(warehouse)}
@@ -105,9 +106,9 @@ secret_key_env = "{SECRET_KEY_ENV}"
 "spark.hadoop.fs.s3a.attempts.maximum" = "2"
 "spark.hadoop.fs.s3a.retry.limit" = "2"
 "spark.hadoop.fs.s3a.retry.interval" = "500ms"
-
+{spark_conf}
 [input]
-cluster = "{cluster}"
+cluster = "sample"
 segment_paths = [{json.dumps(segments)}]
 
 [end_offsets]

@@ -4,8 +4,9 @@ scripts/s3proxy.sh, and real `spark-submit.sh nightly` runs with the warehouse a
 in the bucket.
 
 One module fixture runs everything, in two rounds of runs side by side (the machine has two cores):
-  1. a wrong endpoint, wrong credentials, the store without conditional writes (all aimed at warehouses
-     that must stay empty), and a nightly into warehouse b killed at a progress line;
+  1. a wrong endpoint, wrong credentials, the store without conditional writes, S3A told the store has
+     none (all aimed at warehouses that must stay free of tables and locks), and a nightly into
+     warehouse b killed at a progress line;
   2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), and b run again;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
 views of a's metastore read its tables.
@@ -34,6 +35,7 @@ KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one
 # machine) and S3A's bounded retries (conf/s3.toml: 2 x 2 attempts, 15 s to connect).
 FAILURE_BOUND_SECONDS = 240
 COMPARE_TIMEOUT_SECONDS = 900
+DECLARED = '"spark.hadoop.fs.s3a.create.conditional.enabled" = "false"\n'
 
 
 @dataclass
@@ -58,17 +60,24 @@ def s3(tmp_path_factory):
     try:
         segments = store.put_folder(SAMPLE / "segments", "inputs/segments")
 
-        def conf(name: str, warehouse: str, endpoint: str = store.endpoint) -> Path:
-            return environment_file(work / f"{name}.toml", endpoint, warehouse, work / f"metastore-{name}", segments)
+        def conf(name: str, warehouse: str, endpoint: str = store.endpoint, spark_conf: str = "") -> Path:
+            metastore = work / f"metastore-{name}"
+            return environment_file(work / f"{name}.toml", endpoint, warehouse, metastore, segments, spark_conf)
 
-        def start(name: str, warehouse: str, endpoint: str = store.endpoint, env: dict | None = None) -> Run:
-            return Run.start("nightly", conf(name, warehouse, endpoint), work / f"{name}.out", env or credentials)
+        def start(
+            name: str, warehouse: str, endpoint: str = store.endpoint, env: dict | None = None, **conf_args
+        ) -> Run:
+            return Run.start(
+                "nightly", conf(name, warehouse, endpoint, **conf_args), work / f"{name}.out", env or credentials
+            )
 
         wrong_secret = {**credentials, SECRET_KEY_ENV: f"wrong-{secrets.token_urlsafe(16)}"}
         first_round = {
             "bad_endpoint": start("bad-endpoint", f"s3a://{BUCKET}/a", endpoint=f"http://127.0.0.1:{free_port()}"),
             "bad_credentials": start("bad-credentials", f"s3a://{BUCKET}/a", env=wrong_secret),
             "unguarded": start("unguarded", f"s3a://{BUCKET}/a", endpoint=legacy.endpoint),
+            # S3A's own declaration that a store has no conditional writes, on the store that has them.
+            "declared_unconditional": start("declared-unconditional", f"s3a://{BUCKET}/c", spark_conf=DECLARED),
         }
         killed_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf", str(conf("b", f"s3a://{BUCKET}/b"))]
         killed_at = run_until_progress_line(
@@ -78,6 +87,7 @@ def s3(tmp_path_factory):
         warehouse_a_after_failures = sorted(
             str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
         )
+        c_objects = sorted(str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "c").rglob("*"))
         legacy_objects = sorted(
             str(p.relative_to(legacy.folder)) for p in legacy.bucket_folder.rglob("*") if p.is_file()
         )
@@ -101,6 +111,7 @@ def s3(tmp_path_factory):
             "wrong_secret": wrong_secret[SECRET_KEY_ENV],
             "warehouse_a_after_failures": warehouse_a_after_failures,
             "legacy_objects": legacy_objects,
+            "c_objects": c_objects,
             "endpoint": store.endpoint,
         }
     finally:
@@ -145,6 +156,13 @@ def test_a_store_without_conditional_writes_is_refused_saying_why(s3):
     assert "refusing to run unguarded" in outcome.output and "Traceback" not in outcome.output
     # Only the database folder S3A made while the session started: no table, no lock, no probe left.
     assert not [name for name in s3["legacy_objects"] if "_delta_log" in name or "lock" in name or "probe" in name]
+
+
+def test_a_store_declared_without_conditional_writes_is_refused_saying_why(s3):
+    outcome = s3["results"]["declared_unconditional"]
+    assert outcome.code == 1, outcome.output[-2000:]
+    assert "fs.s3a.create.conditional.enabled is false" in outcome.output and "Traceback" not in outcome.output
+    assert not [name for name in s3["c_objects"] if "_delta_log" in name or "lock" in name or "probe" in name]
 
 
 def test_two_nightlies_at_once_on_s3_one_runs_one_is_refused(s3):
