@@ -99,6 +99,9 @@ def hadoop_settings(config: Config, secrets: Mapping[str, str]) -> dict[str, str
     conf = {
         "spark.delta.logStore.s3a.impl": DELTA_LOG_STORE,
         "spark.hadoop.fs.s3a.path.style.access": str(settings.path_style_access).lower(),
+        # The Hive metastore copies a warehouse folder's owner and mode onto each new database folder:
+        # S3 has neither, and the attempt prints "chgrp/chmod: No such file or directory" on the console.
+        "spark.hadoop.hive.warehouse.subdir.inherit.perms": "false",
     }
     if settings.endpoint:
         conf["spark.hadoop.fs.s3a.endpoint"] = settings.endpoint
