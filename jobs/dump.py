@@ -1,4 +1,5 @@
-"""A better kafka-dump-log: one JSON object per `__consumer_offsets` data record. No Spark, no JVM.
+"""A better kafka-dump-log: one JSON object per `__consumer_offsets` or `__share_group_state` data record.
+No Spark, no JVM.
 
     python -m jobs.dump PATH...        (segment files or directories holding them)
 
@@ -6,7 +7,8 @@ Every line has `partition` (from the `__consumer_offsets-N` directory name, else
 `timestamp` (ms), `record_type`, `record_type_name`, `key` and either `value` (null for a tombstone)
 with `value_version`, or `error`. Transactional records carry `txn_state` (committed, aborted or
 pending). Field names are Kafka's schema names in snake_case; bytes are base64 and topic ids are
-Kafka's base64 Uuid form, as Kafka's own JSON tools print them.
+Kafka's base64 Uuid form, as Kafka's own JSON tools print them. A record of a `__share_group_state-N`
+directory is decoded as a share-state record and its line says `"topic": "__share_group_state"`.
 
 Unlike DumpLogSegments, a damaged batch does not end the dump: its bytes (up to the next batch whose
 checksum holds, when its length cannot be trusted) are one line whose `error` says what was wrong and
@@ -21,9 +23,10 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 from jobs.segment_files import read_paths
+from schemas.share_state_records import SHARE_GROUP_STATE_TOPIC
 from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.decode_rows import to_jsonable
-from transforms.decoder.record_batches import LogRecord
+from transforms.decoder.record_batches import LogRecord, topic_from_path
 
 
 def dump_line(record: LogRecord) -> dict:
@@ -31,7 +34,10 @@ def dump_line(record: LogRecord) -> dict:
     if record.error is not None:
         line.update(record_type=None, record_type_name=None, key=None, error=record.error)
         return line
-    decoded = decode_record(record.key, record.value)
+    topic = topic_from_path(record.source_file) if record.source_file else None
+    if topic == SHARE_GROUP_STATE_TOPIC:
+        line["topic"] = topic
+    decoded = decode_record(record.key, record.value, topic)
     line.update(record_type=decoded.record_type, record_type_name=decoded.record_type_name, key=decoded.key)
     if decoded.error is not None:
         line["error"] = decoded.error

@@ -27,7 +27,7 @@ from jobs.segment_files import read_file_range, segment_base_offset
 from jobs.tables import RAW_RECORDS, cluster_rows
 from transforms.bronze import SOURCE_KIND_SEGMENT
 from transforms.decoder.log_transactions import TXN_PENDING
-from transforms.decoder.record_batches import partition_from_path
+from transforms.decoder.record_batches import topic_partition_from_path
 
 _BATCH_HEAD = struct.Struct(">qi")  # baseOffset, batchLength: the same in every magic
 _LOG_OVERHEAD = _BATCH_HEAD.size
@@ -121,9 +121,10 @@ def _has_more(path: str, state: FileState) -> bool | None:
 def plan_reads(partitions: Sequence[Sequence[str]], states: Mapping[str, FileState]) -> ReadPlan:
     """The reads of each partition directory's files (as raw_records names them, in log order)."""
     plan = ReadPlan([])
-    partition_ingested_through: dict[int | None, int] = {}
+    # Keyed by (topic, partition): __share_group_state-N's offsets have nothing to do with __consumer_offsets-N's.
+    partition_ingested_through: dict[tuple[str, int] | None, int] = {}
     for path, state in states.items():
-        partition = partition_from_path(path)
+        partition = topic_partition_from_path(path)
         partition_ingested_through[partition] = max(
             partition_ingested_through.get(partition, -1), state.max_offset or -1
         )
@@ -138,7 +139,7 @@ def plan_reads(partitions: Sequence[Sequence[str]], states: Mapping[str, FileSta
                 reads.append(FileRead(path))
                 # A new file below what its partition holds (a backup, a moved log) may repeat records.
                 base_offset = segment_base_offset(path)
-                held_through = partition_ingested_through.get(partition_from_path(path), -1)
+                held_through = partition_ingested_through.get(topic_partition_from_path(path), -1)
                 plan.repeats_records |= base_offset is None or base_offset <= held_through
             elif has_more is not None:
                 known_through = state.last_batch_position - (0 if state.is_last_batch_readable else 1)

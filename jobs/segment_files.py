@@ -1,8 +1,9 @@
 """Finding and reading segment files: the one walker, for every job and `jobs.dump` (no Spark here).
 
-A directory is searched for `__consumer_offsets-N` directories; each partition's files are handed to
-the decoder (`transforms.decoder.record_batches.read_partition`) as (path, bytes) in log order, one
-file in memory at a time. Partitions come out in partition number order.
+A directory is searched for `__consumer_offsets-N` and `__share_group_state-N` directories (a broker's
+log dir holds both); each partition's files are handed to the decoder
+(`transforms.decoder.record_batches.read_partition`) as (path, bytes) in log order, one file in memory
+at a time. Partitions come out by topic (`__consumer_offsets` first), then in partition number order.
 
 Local paths are read directly; a URI (`file://`, `s3://`, `gs://`, `hdfs://`, `abfs://`) through
 pyarrow's filesystems, which take their credentials from the environment (e.g. the AWS default chain),
@@ -19,9 +20,15 @@ from pathlib import Path, PurePosixPath
 
 from pyarrow import fs
 
-from transforms.decoder.record_batches import LogRecord, partition_from_path, read_partition
+from transforms.decoder.record_batches import (
+    COORDINATOR_TOPICS,
+    LogRecord,
+    partition_from_path,
+    read_partition,
+    topic_partition_from_path,
+)
 
-PARTITION_DIRECTORY_GLOB = "__consumer_offsets-*"
+PARTITION_DIRECTORY_GLOBS = tuple(f"{topic}-*" for topic in COORDINATOR_TOPICS)
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
 
 
@@ -34,7 +41,7 @@ def _local_files(path: Path) -> list[str]:
         raise FileNotFoundError(f"no such file or directory: {path}")
     if path.is_file():
         return [str(path)]
-    partition_dirs = sorted(path.rglob(PARTITION_DIRECTORY_GLOB))
+    partition_dirs = sorted(found for pattern in PARTITION_DIRECTORY_GLOBS for found in path.rglob(pattern))
     roots = [directory for directory in partition_dirs if directory.is_dir()] or [path]
     return [str(file) for root in roots for file in sorted(root.rglob("*.log"))]
 
@@ -57,7 +64,8 @@ def _uri_files(uri: str) -> list[str]:
         return [uri]
     found = filesystem.get_file_info(fs.FileSelector(base, recursive=True))
     logs = [entry.path for entry in found if entry.type == fs.FileType.File and entry.path.endswith(".log")]
-    # Only the __consumer_offsets-N directories, if there are any (other topics' logs may sit beside them).
+    # Only the coordinator topics' partition directories, if there are any (other topics' logs may sit
+    # beside them).
     in_partitions = [log for log in logs if partition_from_path(str(PurePosixPath(log).parent)) is not None]
     return [prefix + log for log in sorted(in_partitions or logs)]
 
@@ -65,10 +73,11 @@ def _uri_files(uri: str) -> list[str]:
 def discover_partitions(paths: Sequence[str | PathLike[str]]) -> list[list[str]]:
     """Segment files grouped by partition directory, each group in base-offset order.
 
-    A directory is searched for `__consumer_offsets-N` directories (a broker's log dir or a backup),
-    so other topics' logs beside them are skipped; if it holds none, every *.log beneath it is taken.
-    Files named explicitly are always taken. Groups come in partition number order, directories that
-    name no partition last. A path that does not exist raises FileNotFoundError.
+    A directory is searched for `__consumer_offsets-N` and `__share_group_state-N` directories (a
+    broker's log dir or a backup), so other topics' logs beside them are skipped; if it holds none,
+    every *.log beneath it is taken. Files named explicitly are always taken. Groups come by topic,
+    then in partition number order, directories that name no partition last. A path that does not
+    exist raises FileNotFoundError.
     """
     by_directory: dict[str, list[str]] = {}
     for path in map(str, paths):
@@ -82,8 +91,10 @@ def discover_partitions(paths: Sequence[str | PathLike[str]]) -> list[list[str]]
 
 
 def _directory_order(directory: str) -> tuple:
-    partition = partition_from_path(directory)
-    return (partition is None, partition or 0, directory)
+    found = topic_partition_from_path(directory)
+    if found is None:
+        return (True, 0, 0, directory)
+    return (False, COORDINATOR_TOPICS.index(found[0]), found[1], directory)
 
 
 def _segment_order(path: str) -> tuple:

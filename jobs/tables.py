@@ -49,10 +49,22 @@ def ensure_table(
     if change_feed:
         builder = builder.property(CHANGE_FEED_PROPERTY, "true")
     builder.execute()
+    if exists:
+        _add_declared_columns(spark, name, schema)
     if change_feed and exists:
         properties = DeltaTable.forName(spark, name).detail().first().properties
         if properties.get(CHANGE_FEED_PROPERTY) != "true":
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{CHANGE_FEED_PROPERTY}' = 'true')")
+
+
+def _add_declared_columns(spark: SparkSession, name: str, schema: StructType) -> None:
+    """A table an earlier groupscope created gains the columns declared since (e.g. raw_records'
+    source_topic), null in the rows it holds. New columns are declared last, where Delta adds them."""
+    held = set(spark.table(name).columns)
+    missing = [field for field in schema.fields if field.name not in held]
+    if missing:
+        columns = ", ".join(f"{field.name} {field.dataType.simpleString()}" for field in missing)
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
 
 
 def _committed_location(spark: SparkSession, name: str) -> str | None:

@@ -1,7 +1,8 @@
 """Delta table schema of the bronze layer: `raw_records`, every Kafka record as captured.
 
 Every bronze and silver table starts with RECORD_ORIGIN: `cluster` and `record_id`, the natural key of
-the raw record a row came from: "<cluster>/<source_partition>/<source_offset>" for a Kafka record, or
+the raw record a row came from: "<cluster>/<source_partition>/<source_offset>" for a `__consumer_offsets`
+record, "<cluster>/<source_topic>/<source_partition>/<source_offset>" for another topic's, or
 "<cluster>/<source_file>@<byte position>" for bytes that could not be framed as a record at all.
 Timestamps are Spark TIMESTAMPs (UTC) ending in `_at`.
 """
@@ -46,5 +47,8 @@ raw_records_schema = StructType(
         column("source_file", StringType()),
         column("read_error", StringType()),
         column("capture_run_id", StringType(), False),
+        # __consumer_offsets | __share_group_state. Last, where Delta adds it to a table written before
+        # it existed; those tables' rows hold null, which means __consumer_offsets (all they could hold).
+        column("source_topic", StringType()),
     ]
 )

@@ -156,6 +156,43 @@ consumer_group_records_schema = StructType(
     ]
 )
 
+# silver: one record of `__share_group_state` (KIP-932): a share-partition's delivery state as the share
+# coordinator wrote it. record_type 0 ShareSnapshot (the whole state), 1 ShareUpdate (the batches that
+# changed since), either as a tombstone (is_tombstone; value columns null) when the state was deleted.
+# Key: (cluster, group_id, topic_id, partition) in log order (source_partition, source_offset).
+share_group_state_schema = StructType(
+    [
+        *RECORD_ORIGIN,
+        column("group_id", StringType(), False),
+        column("topic_id", StringType(), False),  # the consumed topic, Kafka's base64 Uuid form
+        column("partition", IntegerType(), False),
+        column("record_type", IntegerType(), False),
+        column("record_type_name", StringType(), False),  # share_snapshot | share_update
+        column("is_tombstone", BooleanType(), False),
+        column("value_version", IntegerType()),
+        column("snapshot_epoch", IntegerType()),
+        column("state_epoch", IntegerType()),  # snapshots only
+        column("leader_epoch", IntegerType()),
+        column("start_offset", LongType()),  # updates: -1 when the start offset did not move
+        column("delivery_complete_count", IntegerType()),  # KIP-1226 (4.2+); -1 when not written
+        column("state_created_at", TimestampType()),  # snapshots only
+        column("state_written_at", TimestampType()),  # snapshots only
+        column(
+            "state_batches",
+            ArrayType(
+                StructType(
+                    [  # the offsets first_offset..last_offset, both included, in one delivery state
+                        column("first_offset", LongType()),
+                        column("last_offset", LongType()),
+                        column("delivery_state", IntegerType()),  # 0 available, 2 acknowledged, 4 archived
+                        column("delivery_count", IntegerType()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+
 # silver: one record that could not be decoded, with its raw bytes and the reason.
 quarantine_schema = StructType(
     [

@@ -69,6 +69,7 @@ def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, 
         "group_metadata": silver.filter_group_metadata(decoded),
         "group_members": members,
         "consumer_group_records": silver.filter_consumer_group_records(decoded),
+        "share_group_state": silver.filter_share_group_state(decoded),
         "quarantine": silver.filter_quarantine(decoded),
         "end_offsets": spark.createDataFrame(
             [row for capture in captures for row in capture.end_offset_rows()], ops.end_offsets_schema

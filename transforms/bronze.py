@@ -21,7 +21,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from schemas.bronze import raw_records_schema
-from transforms.decoder.record_batches import LogRecord
+from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC
+from transforms.decoder.record_batches import LogRecord, topic_from_path
 
 SOURCE_KIND_SEGMENT = "segment"
 SOURCE_KIND_RAW_TABLE = "raw_table"
@@ -36,12 +37,30 @@ raw_rows_schema = StructType(
 
 
 def record_id(
-    cluster: str, partition: int | None, offset: int | None, source_file: str | None, position: int | None
+    cluster: str,
+    partition: int | None,
+    offset: int | None,
+    source_file: str | None,
+    position: int | None,
+    topic: str | None = None,
 ) -> str:
-    """The natural key of a raw record; bytes that never framed as a record are keyed by file position."""
+    """The natural key of a raw record; bytes that never framed as a record are keyed by file position.
+    A `__consumer_offsets` record's id names no topic (the ids of earlier versions, which read no other);
+    another topic's names it, as its partitions and offsets repeat those of `__consumer_offsets`."""
     if partition is not None and offset is not None:
-        return f"{cluster}/{partition}/{offset}"
+        return f"{_id_prefix(cluster, topic)}/{partition}/{offset}"
     return f"{cluster}/{source_file}@{position}"
+
+
+def _id_prefix(cluster: str, topic: str | None) -> str:
+    return cluster if topic in (None, CONSUMER_OFFSETS_TOPIC) else f"{cluster}/{topic}"
+
+
+def record_id_column(cluster: str, topic: Column, partition: Column, offset: Column) -> Column:
+    """`record_id` of a Kafka record as a Spark column (see `record_id`)."""
+    is_consumer_offsets = topic.isNull() | (topic == F.lit(CONSUMER_OFFSETS_TOPIC))
+    prefix = F.when(is_consumer_offsets, F.lit(cluster)).otherwise(F.concat_ws("/", F.lit(cluster), topic))
+    return F.concat_ws("/", prefix, partition.cast("string"), offset.cast("string"))
 
 
 _RAW_ROWS_ARROW_SCHEMA = to_arrow_schema(raw_rows_schema)
@@ -81,7 +100,16 @@ def raw_batch(records: list[LogRecord], cluster: str, capture_run_id: str) -> pa
         for name in arrow_schema.names
         if _RAW_FROM_LOG_RECORD.get(name, name) in fields
     }
-    arrays["record_id"] = _record_ids(arrays["source_partition"], arrays["source_offset"], cluster, unreadable, fields)
+    # One task reads one partition directory, so a batch's records nearly always share one topic.
+    topic_of = {
+        path: topic_from_path(path) if path is not None else CONSUMER_OFFSETS_TOPIC
+        for path in set(fields["source_file"])
+    }
+    topics = [topic_of[path] for path in fields["source_file"]]
+    arrays["source_topic"] = pa.array(topics, pa.string())
+    arrays["record_id"] = _record_ids(
+        arrays["source_partition"], arrays["source_offset"], cluster, unreadable, fields, topics
+    )
     for name, constant in (
         ("cluster", cluster),
         ("source_kind", SOURCE_KIND_SEGMENT),
@@ -91,11 +119,19 @@ def raw_batch(records: list[LogRecord], cluster: str, capture_run_id: str) -> pa
     return pa.RecordBatch.from_arrays([arrays[name] for name in arrow_schema.names], schema=arrow_schema)
 
 
-def _record_ids(partition: pa.Array, offset: pa.Array, cluster: str, unreadable: set[int], fields: dict) -> pa.Array:
-    """`record_id` of each record: cluster/partition/offset, joined by Arrow; the few without both (or
-    unreadable) by `record_id` itself."""
+def _record_ids(
+    partition: pa.Array, offset: pa.Array, cluster: str, unreadable: set[int], fields: dict, topics: list[str]
+) -> pa.Array:
+    """`record_id` of each record: its prefix (see `record_id`)/partition/offset, joined by Arrow; the few
+    without both (or unreadable) by `record_id` itself."""
     as_text = [pc.cast(column, pa.string()) for column in (partition, offset)]
-    ids = pc.binary_join_element_wise(pa.scalar(cluster), *as_text, "/")
+    prefixes = {topic: _id_prefix(cluster, topic) for topic in set(topics)}
+    prefix = (
+        pa.scalar(prefixes.popitem()[1])
+        if len(prefixes) == 1
+        else pa.array([prefixes[topic] for topic in topics], pa.string())
+    )
+    ids = pc.binary_join_element_wise(prefix, *as_text, "/")
     if not unreadable and ids.null_count == 0:
         return ids
     patched = ids.to_pylist()
@@ -107,6 +143,7 @@ def _record_ids(partition: pa.Array, offset: pa.Array, cluster: str, unreadable:
             fields["offset"][index] if is_readable else None,
             fields["source_file"][index],
             fields["batch_position"][index],
+            topics[index],
         )
     return pa.array(patched, pa.string())
 
@@ -154,11 +191,11 @@ def raw_records_from_landed(
     record_at = (
         timestamp if dict(landed.dtypes)["timestamp"] == "timestamp" else F.timestamp_millis(timestamp.cast("long"))
     )
+    # Kafka-source rows name their topic; landed rows without one are `__consumer_offsets` records.
+    topic = F.col("topic").cast("string") if "topic" in names else F.lit(CONSUMER_OFFSETS_TOPIC)
     return landed.select(
         F.lit(cluster).alias("cluster"),
-        F.concat_ws("/", F.lit(cluster), F.col("partition").cast("string"), F.col("offset").cast("string")).alias(
-            "record_id"
-        ),
+        record_id_column(cluster, topic, F.col("partition"), F.col("offset")).alias("record_id"),
         F.col("partition").cast("int").alias("source_partition"),
         F.col("offset").cast("long").alias("source_offset"),
         record_at.alias("record_at"),
@@ -175,6 +212,7 @@ def raw_records_from_landed(
         F.lit(source).alias("source_file"),
         F.lit(None).cast("string").alias("read_error"),
         F.lit(capture_run_id).alias("capture_run_id"),
+        topic.alias("source_topic"),
     )
 
 
@@ -192,7 +230,7 @@ def kafka_raw_rows(records: DataFrame, cluster: str, capture_run_id: str, source
         .when(F.col("timestampType") == TIMESTAMP_TYPE_LOG_APPEND_TIME, F.lit("log_append_time"))
         .alias("timestampType")
     )
-    landed = records.select("partition", "offset", "timestamp", timestamp_type, "key", "value")
+    landed = records.select("topic", "partition", "offset", "timestamp", timestamp_type, "key", "value")
     rows = raw_records_from_landed(landed, cluster, capture_run_id, source, is_base64=False)
     return rows.select(
         *[F.lit(SOURCE_KIND_KAFKA).alias(name) if name == "source_kind" else F.col(name) for name in rows.columns]

@@ -33,12 +33,13 @@ from pyspark.sql.types import (
 )
 
 from schemas import silver as silver_tables
-from schemas.coordinator_records import RECORD_TYPE_OFFSET_COMMIT, RECORD_TYPES
+from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC, RECORD_TYPE_OFFSET_COMMIT, RECORD_TYPES
 from transforms.decoder.decode_rows import (
     DESTINATION_CONSUMER_GROUP_RECORD,
     DESTINATION_GROUP_METADATA,
     DESTINATION_OFFSET_COMMIT,
     DESTINATION_QUARANTINE,
+    DESTINATION_SHARE_GROUP_STATE,
     decode_raw_row,
 )
 from transforms.schema_check import check_declared_types
@@ -56,6 +57,7 @@ _RAW_INPUT_COLUMNS = (
     "read_error",
     "source_file",
     "capture_run_id",
+    "source_topic",
 )
 
 
@@ -75,7 +77,9 @@ _MEMBER = StructType(
         if field.name not in _MEMBER_CONTEXT
     ]
 )
-_TIMESTAMP_COLUMNS = {"committed_at", "expires_at", "state_changed_at", "assignment_at"}
+_TIMESTAMP_COLUMNS = {
+    "committed_at", "expires_at", "state_changed_at", "assignment_at", "state_created_at", "state_written_at",
+}  # fmt: skip
 # Raw columns a decoded offset commit keeps as they are (the reference decoder does the same).
 _PASSED_THROUGH = {
     "cluster": "cluster", "record_id": "record_id", "source_partition": "source_partition",
@@ -109,6 +113,7 @@ def _decoded_columns() -> list[StructField]:
         silver_tables.offset_commits_schema,
         silver_tables.group_metadata_schema,
         silver_tables.consumer_group_records_schema,
+        silver_tables.share_group_state_schema,
     ):
         for field in schema.fields:
             if field.name in _TIMESTAMP_COLUMNS:
@@ -138,8 +143,13 @@ FAST_PATH_TYPE = StructType([decoded_schema[name] for name in COMMON_OFFSET_COMM
 
 
 def _common_offset_commit() -> Column:
-    """The fast path over a raw row's key, value and read error: the decoded fields, or null."""
-    return F.call_function(FAST_PATH_FUNCTION, F.col("key"), F.col("value"), F.col("read_error"))
+    """The fast path over a raw row's key, value and read error: the decoded fields, or null. Only for
+    `__consumer_offsets` (a null topic: raw rows of earlier versions): a `__share_group_state` key also
+    starts with type 1, and its bytes must never be read as an offset commit."""
+    is_consumer_offsets = F.coalesce(F.col("source_topic") == F.lit(CONSUMER_OFFSETS_TOPIC), F.lit(True))
+    return F.when(
+        is_consumer_offsets, F.call_function(FAST_PATH_FUNCTION, F.col("key"), F.col("value"), F.col("read_error"))
+    )
 
 
 def _decode_other_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -225,6 +235,14 @@ def filter_consumer_group_records(decoded: DataFrame) -> DataFrame:
         decoded.where(_routed_to(DESTINATION_CONSUMER_GROUP_RECORD)),
         silver_tables.consumer_group_records_schema,
         "consumer_group_records",
+    )
+
+
+def filter_share_group_state(decoded: DataFrame) -> DataFrame:
+    return _select_as(
+        decoded.where(_routed_to(DESTINATION_SHARE_GROUP_STATE)),
+        silver_tables.share_group_state_schema,
+        "share_group_state",
     )
 
 

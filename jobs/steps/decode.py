@@ -1,4 +1,8 @@
-"""Decode: bronze `raw_records` -> silver tables and `quarantine`, checking raw = decoded + quarantined."""
+"""Decode: bronze `raw_records` -> silver tables and `quarantine`, checking raw = decoded + quarantined.
+
+Both topics' records (`__consumer_offsets`, `__share_group_state`) are in raw_records; each lands in
+its topic's tables. A table added by a groupscope update has no decode note yet, so the first run after
+the update decodes every raw record again (into every table) and later runs go on incrementally."""
 
 from __future__ import annotations
 
@@ -21,9 +25,10 @@ from jobs.watermarks import (
     write_noted,
 )
 from schemas import silver as silver_tables
+from schemas.bronze import raw_records_schema
 from transforms import silver
 
-TYPED_TABLES = ("offset_commits", "group_metadata", "consumer_group_records")
+TYPED_TABLES = ("offset_commits", "group_metadata", "consumer_group_records", "share_group_state")
 LANDING_TABLES = (*TYPED_TABLES, "quarantine")  # every raw record lands in exactly one
 SILVER_SCHEMAS = {
     "offset_commits": silver_tables.offset_commits_schema,
@@ -31,6 +36,7 @@ SILVER_SCHEMAS = {
     "group_members": silver_tables.group_members_schema,
     "member_assignments": silver_tables.member_assignments_schema,
     "consumer_group_records": silver_tables.consumer_group_records_schema,
+    "share_group_state": silver_tables.share_group_state_schema,
     "quarantine": silver_tables.quarantine_schema,
 }
 
@@ -42,6 +48,8 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
     """Decodes the raw records no earlier run decoded (every one with --full, or for tables that have
     never been decoded into) and checks that nothing was lost."""
     raw_table = config.table(RAW_RECORDS)
+    # A raw_records table of an earlier groupscope gains the columns decoding reads (source_topic).
+    ensure_table(spark, raw_table, raw_records_schema, partition_by=("cluster",), change_feed=True)
     until = current_version(spark, raw_table)
     for name, schema in SILVER_SCHEMAS.items():
         ensure_table(spark, config.table(name), schema, partition_by=("cluster",), change_feed=True)
@@ -123,6 +131,7 @@ def _write_decoded(
             "group_members": group_members,
             "member_assignments": silver.explode_member_assignments(group_members),
             "consumer_group_records": silver.filter_consumer_group_records(others),
+            "share_group_state": silver.filter_share_group_state(others),
             "quarantine": silver.filter_quarantine(others),
         }
         for name in tables:

@@ -19,7 +19,7 @@ from schemas.bronze import raw_records_schema
 from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
 from transforms.decoder.log_record import LogRecord
 from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_PENDING
-from transforms.decoder.record_batches import partition_from_path
+from transforms.decoder.record_batches import topic_partition_from_path
 
 
 def read_partition_directories(
@@ -29,7 +29,8 @@ def read_partition_directories(
     capture_run_id: str,
     records_per_batch: int = RECORDS_PER_BATCH,
 ) -> DataFrame:
-    """Segment files, grouped by `__consumer_offsets-N` directory -> raw_records rows.
+    """Segment files, grouped by partition directory (`__consumer_offsets-N`, `__share_group_state-N`)
+    -> raw_records rows.
 
     One task per directory reads its files itself, in log order (so transaction markers apply across
     its segments), and streams its records out in bounded batches: file contents never pass through
@@ -84,7 +85,7 @@ def inputs_may_repeat_records(config: Config) -> bool:
     if config.raw_table_paths or any(is_uri(path) for path in config.segment_paths):
         return True
     directories = {str(Path(files[0]).resolve().parent) for files in discover_partitions(config.segment_paths)}
-    partitions = [partition_from_path(directory) for directory in directories]
+    partitions = [topic_partition_from_path(directory) for directory in directories]
     known = [partition for partition in partitions if partition is not None]
     return len(known) != len(set(known))
 

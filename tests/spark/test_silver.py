@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from bench.encoding import i16, i64, string
+from bench.encoding import i16, i32, i64, string, uvarint
 from schemas import bronze
 from schemas import silver as silver_tables
 from transforms import silver
@@ -27,14 +29,26 @@ GROUP_V3 = h(
 )
 CURRENT_ASSIGNMENT_KEY = h("00080002636700026d31")
 CURRENT_ASSIGNMENT_V0 = h("00000000000500000004000230a5f1d5f224432d89f635c784af26d7030000000000000001000100")
+# __share_group_state: a real ShareUpdate (Kafka 4.2.1 lab capture, __share_group_state-17 offset 3): one
+# batch, offset 1 archived after 3 deliveries, deliveryCompleteCount 3 (KIP-1226 tag).
+SHARE_UPDATE_KEY = h("0001000973686172652d6c6162a50cfae2343344f2b18d814350f3bdbe00000000")
+SHARE_UPDATE_V0 = h("00000000000000000000000000000000000102000000000000000100000000000000010400030001000400000003")
+SHARE_TOPIC_ID = base64.urlsafe_b64encode(SHARE_UPDATE_KEY[13:29]).decode().rstrip("=")  # Kafka's Uuid form
+# A ShareUpdate whose bytes also read exactly as an offset commit (key type 1; a topic id starting 0x000e
+# reads as a 14-byte topic name; an empty update reads as an OffsetCommitValue v0 with empty metadata):
+# only the topic it came from tells them apart.
+AMBIGUOUS_UUID = b"\x00\x0eabcdefghijklmn"
+AMBIGUOUS_SHARE_KEY = i16(1) + string("g") + AMBIGUOUS_UUID + i32(2)
+AMBIGUOUS_SHARE_V0 = i16(0) + i32(0) + i32(5) + i64(9) + uvarint(1) + uvarint(0)
+SHARE_STATE = "__share_group_state"
 AT = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 COMMITTED_AT = datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
 
 
-def raw_row(offset, key, value, *, read_error=None, txn_state=None, producer_id=-1):
+def raw_row(offset, key, value, *, read_error=None, txn_state=None, producer_id=-1, topic="__consumer_offsets"):
     return (
         "c1",
-        f"c1/12/{offset}",
+        f"c1/12/{offset}" if topic == "__consumer_offsets" else f"c1/{topic}/12/{offset}",
         12,
         offset,
         AT,
@@ -48,9 +62,10 @@ def raw_row(offset, key, value, *, read_error=None, txn_state=None, producer_id=
         offset,
         0,
         "segment",
-        "/logs/__consumer_offsets-12/0.log",
+        f"/logs/{topic}-12/0.log",
         read_error,
         "run-1",
+        topic,
     )
 
 
@@ -66,6 +81,9 @@ def raw(spark):
         raw_row(6, i16(42) + string("g"), i16(0)),
         raw_row(7, OFFSET_KEY, i16(3) + i64(1)),
         raw_row(8, None, b"\x00\x01", read_error="batch at position 0: CRC-32C mismatch"),
+        raw_row(3, SHARE_UPDATE_KEY, SHARE_UPDATE_V0, topic=SHARE_STATE),
+        raw_row(4, AMBIGUOUS_SHARE_KEY, AMBIGUOUS_SHARE_V0, topic=SHARE_STATE),
+        raw_row(5, SHARE_UPDATE_KEY, None, topic=SHARE_STATE),
     ]
     return spark.createDataFrame(rows, bronze.raw_records_schema)
 
@@ -210,10 +228,33 @@ def test_every_raw_record_lands_in_exactly_one_place(raw, decoded):
         silver.filter_offset_commits(decoded),
         silver.filter_group_metadata(decoded),
         silver.filter_consumer_group_records(decoded),
+        silver.filter_share_group_state(decoded),
         silver.filter_quarantine(decoded),
     ]
     landed = [row.record_id for frame in destinations for row in frame.select("record_id").collect()]
     assert sorted(landed) == sorted(row.record_id for row in raw.select("record_id").collect())
+
+
+def test_share_state_records_are_typed_by_their_topic_never_as_offset_commits(spark, raw, decoded):
+    the_offsets_ones = decoded.where(F.col("destination") == "offset_commit").select("record_id").collect()
+    assert {row.record_id for row in the_offsets_ones} == {"c1/12/0", "c1/12/1", "c1/12/2"}
+    # The ambiguous bytes are an offset commit as __consumer_offsets' bytes, which is why the topic decides.
+    as_offsets = raw.where(F.col("source_offset") == 4).withColumn("source_topic", F.lit("__consumer_offsets"))
+    assert silver.decode_common_offset_commits(as_offsets).count() == 1
+    batch = (1, 1, 4, 3)  # first_offset, last_offset, delivery_state (archived), delivery_count
+    expected = spark.createDataFrame(
+        [
+            ("c1", f"c1/{SHARE_STATE}/12/3", 12, 3, AT, "share-lab", SHARE_TOPIC_ID, 0, 1, "share_update", False,
+             0, 0, None, 0, 1, 3, None, None, [batch]),
+            ("c1", f"c1/{SHARE_STATE}/12/4", 12, 4, AT, "g", base64.urlsafe_b64encode(AMBIGUOUS_UUID).decode()[:22],
+             2, 1, "share_update", False, 0, 0, None, 5, 9, -1, None, None, []),
+            ("c1", f"c1/{SHARE_STATE}/12/5", 12, 5, AT, "share-lab", SHARE_TOPIC_ID, 0, 1, "share_update", True,
+             None, None, None, None, None, None, None, None, None),
+        ],
+        silver_tables.share_group_state_schema,
+    )  # fmt: skip
+    actual = silver.filter_share_group_state(decoded)
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_decoder_output_matches_its_declared_schema(decoded):
@@ -230,6 +271,7 @@ SILVER_TRANSFORMS = {
         silver_tables.member_assignments_schema,
     ),
     "consumer_group_records": (silver.filter_consumer_group_records, silver_tables.consumer_group_records_schema),
+    "share_group_state": (silver.filter_share_group_state, silver_tables.share_group_state_schema),
     "quarantine": (silver.filter_quarantine, silver_tables.quarantine_schema),
 }
 

@@ -1,8 +1,9 @@
 """Row-level decoding: one raw record (a dict shaped like bronze `raw_records`) -> one decoded row.
 
 The decoded row routes the record to exactly one place: `offset_commit`, `group_metadata`,
-`consumer_group_record` or `quarantine` (column `destination`). Pure Python so it is testable without
-Spark; `transforms.silver` runs it over Arrow batches.
+`consumer_group_record`, `share_group_state` (records of `__share_group_state`) or `quarantine` (column
+`destination`). The raw row's `source_topic` says which topic's record types the key is read with.
+Pure Python so it is testable without Spark; `transforms.silver` runs it over Arrow batches.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from schemas.coordinator_records import (
     RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION,
     RECORD_TYPE_GROUP_METADATA,
 )
+from schemas.share_state_records import DELIVERY_COMPLETE_COUNT, SHARE_GROUP_STATE_TOPIC
 from transforms.decoder.coordinator_records import DecodedRecord, decode_record
 
 DESTINATION_OFFSET_COMMIT = "offset_commit"
 DESTINATION_GROUP_METADATA = "group_metadata"
 DESTINATION_CONSUMER_GROUP_RECORD = "consumer_group_record"
+DESTINATION_SHARE_GROUP_STATE = "share_group_state"
 DESTINATION_QUARANTINE = "quarantine"
 
 ORIGIN_COLUMNS = ("cluster", "record_id", "source_partition", "source_offset", "record_at")
@@ -43,7 +46,8 @@ def decode_raw_row(raw: dict) -> dict:
     row.update(txn_state=raw.get("txn_state"), producer_id=raw.get("producer_id"))
     if raw.get("read_error"):
         return _quarantine(row, raw, "read", raw["read_error"], None)
-    decoded = decode_record(raw.get("key"), raw.get("value"))
+    topic = raw.get("source_topic")
+    decoded = decode_record(raw.get("key"), raw.get("value"), topic)
     if decoded.error is not None:
         return _quarantine(row, raw, decoded.error_stage, decoded.error, decoded.record_type)
     row.update(
@@ -52,7 +56,9 @@ def decode_raw_row(raw: dict) -> dict:
         value_version=decoded.value_version,
         is_tombstone=decoded.is_tombstone,
     )
-    if decoded.record_type in OFFSET_COMMIT_TYPES:
+    if topic == SHARE_GROUP_STATE_TOPIC:
+        row.update(share_state_columns(decoded), destination=DESTINATION_SHARE_GROUP_STATE)
+    elif decoded.record_type in OFFSET_COMMIT_TYPES:
         row.update(_offset_commit_columns(decoded), destination=DESTINATION_OFFSET_COMMIT)
     elif decoded.record_type == RECORD_TYPE_GROUP_METADATA:
         row.update(_group_metadata_columns(decoded), destination=DESTINATION_GROUP_METADATA)
@@ -202,3 +208,26 @@ def _topic_names(value: dict) -> list[dict] | None:
         }
         for topic in topics
     ]
+
+
+def share_state_columns(decoded: DecodedRecord) -> dict:
+    """A ShareSnapshot/ShareUpdate as the silver `share_group_state` row holds it: every field Kafka
+    wrote, as written (an update's start_offset -1 means "not moved"; an absent delivery_complete_count
+    is the -1 Kafka's generated code gives it). Fields a record type lacks (an update's state epoch and
+    timestamps) and every value field of a tombstone are null."""
+    key, value = decoded.key, decoded.value or {}
+    return {
+        "group_id": key["group_id"],
+        "topic_id": key["topic_id"],
+        "partition": key["partition"],
+        "snapshot_epoch": value.get("snapshot_epoch"),
+        "state_epoch": value.get("state_epoch"),
+        "leader_epoch": value.get("leader_epoch"),
+        "start_offset": value.get("start_offset"),
+        "delivery_complete_count": value.get("delivery_complete_count", DELIVERY_COMPLETE_COUNT.default)
+        if decoded.value is not None
+        else None,
+        "state_created_at_ms": value.get("create_timestamp"),
+        "state_written_at_ms": value.get("write_timestamp"),
+        "state_batches": value.get("state_batches"),
+    }
