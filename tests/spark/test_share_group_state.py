@@ -1,9 +1,8 @@
-"""A share capture (real Kafka 4.3.1 broker) through the real ingest and decode steps, upgrading a
-warehouse an earlier groupscope wrote: its raw_records has no `source_topic` and holds the capture's
-`__consumer_offsets` records. The next night finds the `__share_group_state-N`
-directories beside them, reads only those files, and the decode step puts every share-state record in
-silver `share_group_state` (none in the offsets tables), with raw = decoded + quarantined. (One night
-only, to stay small: the decode step's incremental path is the same for every table.)
+"""A share capture (real Kafka 4.3.1 broker) through the real ingest and decode steps: the capture
+directory holds `__consumer_offsets-N` and `__share_group_state-N` directories, and every share-state
+record ends in silver `share_group_state` (none in the offsets tables), with raw = decoded + quarantined.
+And the upgrade: a raw_records table an earlier groupscope wrote, without `source_topic`, gains it, its
+rows read as `__consumer_offsets` records.
 
 Expected records come from Kafka's own DumpLogSegments output committed with the capture.
 """
@@ -19,18 +18,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.runs import JobRun
-from jobs.segment_files import as_source_file, discover_partitions
 from jobs.steps.decode import decode
-from jobs.steps.ingest import ingest, read_partition_directories
+from jobs.steps.ingest import ingest
 from jobs.tables import RAW_RECORDS, ensure_table, table_location
 from lab.dump import parse_dump
 from schemas.bronze import raw_records_schema
 from schemas.coordinator_records import OFFSET_COMMIT_TYPES
 from tests.conftest import REPO_ROOT
+from transforms import silver
 from transforms.bronze import SOURCE_KIND_SEGMENT
 
 CAPTURE = REPO_ROOT / "tests" / "captures" / "kafka-4.3.1" / "share"
-DATABASE = "groupscope_share_state_test"
 EARLIER_RAW_COLUMNS = [field for field in raw_records_schema.fields if field.name != "source_topic"]
 
 
@@ -52,18 +50,8 @@ def run_steps(spark, config) -> dict:
 
 
 @pytest.fixture(scope="module")
-def upgraded(spark, spark_config):
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
-    config = replace(spark_config, database=DATABASE, cluster="share-4-3-1", segment_paths=(str(CAPTURE),))
-    # What an earlier groupscope left: raw_records without source_topic, holding the offsets log.
-    table = config.table(RAW_RECORDS)
-    earlier = StructType(EARLIER_RAW_COLUMNS)
-    ensure_table(spark, table, earlier, partition_by=("cluster",), change_feed=True)
-    offsets_files = [[as_source_file(f) for f in files] for files in discover_partitions([str(CAPTURE / "segments")])]
-    rows = read_partition_directories(spark, offsets_files, config.cluster, "earlier-run")
-    rows.select(*[field.name for field in EARLIER_RAW_COLUMNS]).write.format("delta").mode("append").save(
-        table_location(spark, table)
-    )
+def share_run(spark, spark_config):
+    config = replace(spark_config, cluster="share-4-3-1", segment_paths=(str(CAPTURE),))
     return config, run_steps(spark, config)
 
 
@@ -71,8 +59,8 @@ def rows_of(spark, config, table):
     return spark.table(config.table(table)).where(F.col("cluster") == F.lit(config.cluster))
 
 
-def test_every_share_state_record_is_in_silver_as_kafka_decoded_it(spark, upgraded):
-    config, counts = upgraded
+def test_every_share_state_record_is_in_silver_as_kafka_decoded_it(spark, share_run):
+    config, counts = share_run
     kafka = kafka_records("dump-share-state.txt")
     assert kafka and counts["share_group_state"] == len(kafka)
     rows = rows_of(spark, config, "share_group_state").join(
@@ -96,8 +84,8 @@ def test_every_share_state_record_is_in_silver_as_kafka_decoded_it(spark, upgrad
             assert int(row["state_created_at"].timestamp() * 1000) == value["createTimestamp"], position
 
 
-def test_no_share_state_record_lands_in_another_table_and_nothing_is_lost(spark, upgraded):
-    config, counts = upgraded
+def test_no_share_state_record_lands_in_another_table_and_nothing_is_lost(spark, share_run):
+    config, counts = share_run
     offsets = Counter(r.get("type") for r in kafka_records("dump-offsets.txt").values() if "marker" not in r)
     assert counts["offset_commits"] == sum(offsets[t] for t in OFFSET_COMMIT_TYPES)
     assert counts["consumer_group_records"] == sum(n for t, n in offsets.items() if t >= 3)
@@ -109,13 +97,29 @@ def test_no_share_state_record_lands_in_another_table_and_nothing_is_lost(spark,
         assert rows_of(spark, config, table).join(share_ids, on="record_id", how="inner").isEmpty(), table
 
 
-def test_the_upgrade_keeps_earlier_raw_rows_and_reads_only_the_share_state_files(spark, upgraded):
-    config, counts = upgraded
+def test_every_record_was_read_with_its_topic_in_one_night(spark, share_run):
+    config, counts = share_run
     raw = rows_of(spark, config, RAW_RECORDS)
     by_topic = dict(raw.groupBy("source_topic").count().collect())
-    # Earlier rows keep a null topic (read as __consumer_offsets); the share log came in this night.
     share_state = counts["share_group_state"]
-    assert by_topic == {None: counts["raw_records"] - share_state, "__share_group_state": share_state}
-    runs = raw.where(F.col("source_topic").isNotNull()).select("capture_run_id", "source_kind").distinct().collect()
-    assert [row["source_kind"] for row in runs] == [SOURCE_KIND_SEGMENT] and runs[0]["capture_run_id"] != "earlier-run"
-    assert counts["records_decoded"] == counts["raw_records"], "a new silver table: every raw record decoded again"
+    assert by_topic == {"__consumer_offsets": counts["raw_records"] - share_state, "__share_group_state": share_state}
+    assert counts["records_decoded"] == counts["raw_records"]
+
+
+def test_an_earlier_raw_records_table_gains_source_topic_and_its_rows_stay_offsets_records(spark, spark_config):
+    table = spark_config.table("raw_records_before_source_topic")
+    ensure_table(spark, table, StructType(EARLIER_RAW_COLUMNS), partition_by=("cluster",), change_feed=True)
+    key = bytes.fromhex("000100086d792d67726f757000066f726465727300000003")  # an offset commit's key
+    earlier_row = {field.name: None for field in EARLIER_RAW_COLUMNS} | {
+        "cluster": "earlier", "record_id": "earlier/3/0", "source_partition": 3, "source_offset": 0, "key": key,
+        "source_kind": SOURCE_KIND_SEGMENT, "capture_run_id": "earlier-run",
+    }  # fmt: skip
+    rows = spark.createDataFrame([tuple(earlier_row.values())], StructType(EARLIER_RAW_COLUMNS))
+    rows.write.format("delta").mode("append").save(table_location(spark, table))
+    ensure_table(spark, table, raw_records_schema, partition_by=("cluster",), change_feed=True)
+    held = spark.table(table)
+    assert held.columns == raw_records_schema.names
+    decoded = silver.decode_raw_records(held).collect()
+    assert [(row.record_id, row.destination, row.is_tombstone) for row in decoded] == [
+        ("earlier/3/0", "offset_commit", True)
+    ]
