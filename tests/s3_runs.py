@@ -98,7 +98,9 @@ access_key_env = "{ACCESS_KEY_ENV}"
 secret_key_env = "{SECRET_KEY_ENV}"
 
 [spark.conf]
-"spark.sql.shuffle.partitions" = "2"
+# A few hundred rows: one task per shuffle, plans interpreted (as the test session, tests/conftest.py).
+"spark.sql.shuffle.partitions" = "1"
+"spark.sql.codegen.wholeStage" = "false"
 "spark.default.parallelism" = "2"
 "spark.ui.enabled" = "false"
 "spark.hadoop.fs.s3a.connection.establish.timeout" = "15s"

@@ -340,6 +340,14 @@ for command in json.loads(sys.argv[1]):
         sys.exit(f"{job} {arguments} exited with {code}")
 """
 MISSED_DATES = ["2026-03-15", "2026-03-16"]
+# Both sides of the comparison run alike: one task per shuffle and no code generation, as the test session
+# (tests/conftest.py), since these tables hold a few hundred rows.
+SMALL_DATA_SPARK_CONF = """[spark.conf]
+"spark.sql.shuffle.partitions" = "1"
+"spark.default.parallelism" = "2"
+"spark.sql.codegen.wholeStage" = "false"
+"spark.ui.enabled" = "false"
+"""
 # capture needs a live cluster ([capture] bootstrap_servers); this estate has segments only.
 SEGMENT_STAGES = [stage for stage in NIGHTLY_STAGES if stage != "capture"]
 
@@ -382,6 +390,7 @@ def test_catching_up_missed_nights_and_rerunning_a_past_date_leave_the_tables_of
             f"[storage]\nwarehouse_dir = {json.dumps(str(tables[name]))}\n"
             f'[input]\ncluster = "nights"\nsegment_paths = [{json.dumps(str(live / "segments"))}]\n'
             f"[end_offsets]\nfiles = [{json.dumps(str(live / 'end_offsets'))}]\n"
+            f"{SMALL_DATA_SPARK_CONF}"
         )
     in_order = rendered_runs(airflow_home, tmp_path / "in_order.toml", MISSED_DATES)
     caught_up = rendered_runs(airflow_home, tmp_path / "caught_up.toml", MISSED_DATES)

@@ -153,16 +153,7 @@ def cooperative_rounds(spark, config) -> list[tuple]:
 @pytest.fixture(scope="module")
 def nights(spark, spark_config):
     """Runs the nights; per night: the run's counts, its tables, the cooperative group's rounds."""
-    # Tiny tables: one task per stage, and no code generation for plans that run once on a few rows.
-    quick = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
-    before = {key: spark.conf.get(key) for key in quick}
-    for key, value in quick.items():
-        spark.conf.set(key, value)
-    try:
-        yield _run_nights(spark, replace(spark_config, database=DATABASE, cluster=CLUSTER))
-    finally:
-        for key, value in before.items():
-            spark.conf.set(key, value)
+    return _run_nights(spark, replace(spark_config, database=DATABASE, cluster=CLUSTER))
 
 
 def _run_nights(spark, config):
