@@ -20,6 +20,7 @@ from jobs.kafka_security import (
     close_quietly,
     java_properties,
 )
+from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC
 from transforms.bronze import missing_offset_ranges, partition_spans
 
 GAP_KINDS = ("compaction_gaps", "transaction_markers", "aborted_records", "gaps_unclassified")
@@ -129,6 +130,9 @@ def account_for_gaps(
     held = (
         spark.table(table)
         .where((F.col("cluster") == F.lit(cluster)) & F.col("source_offset").isNotNull())
+        # Only the group coordinator's log (null: rows of earlier versions): __share_group_state's
+        # partitions and offsets, ingested from segments, are another log's.
+        .where(F.coalesce(F.col("source_topic"), F.lit(CONSUMER_OFFSETS_TOPIC)) == F.lit(CONSUMER_OFFSETS_TOPIC))
         .select("source_partition", "source_offset")
     )
     spans = partition_spans(batch_rows.select("source_partition", "source_offset"), held).collect()

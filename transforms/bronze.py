@@ -22,6 +22,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from schemas.bronze import raw_records_schema
 from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC
+from schemas.share_state_records import SHARE_GROUP_STATE_TOPIC
 from transforms.decoder.record_batches import LogRecord, topic_from_path
 
 SOURCE_KIND_SEGMENT = "segment"
@@ -191,8 +192,10 @@ def raw_records_from_landed(
     record_at = (
         timestamp if dict(landed.dtypes)["timestamp"] == "timestamp" else F.timestamp_millis(timestamp.cast("long"))
     )
-    # Kafka-source rows name their topic; landed rows without one are `__consumer_offsets` records.
-    topic = F.col("topic").cast("string") if "topic" in names else F.lit(CONSUMER_OFFSETS_TOPIC)
+    # Kafka-source rows name their topic: `__share_group_state`'s are share-state records; any other name
+    # is the group coordinator's log, under its own name or a copy's (a mirror, a configured capture topic).
+    is_share_state = F.col("topic") == F.lit(SHARE_GROUP_STATE_TOPIC) if "topic" in names else F.lit(False)
+    topic = F.when(is_share_state, F.lit(SHARE_GROUP_STATE_TOPIC)).otherwise(F.lit(CONSUMER_OFFSETS_TOPIC))
     return landed.select(
         F.lit(cluster).alias("cluster"),
         record_id_column(cluster, topic, F.col("partition"), F.col("offset")).alias("record_id"),
@@ -230,7 +233,8 @@ def kafka_raw_rows(records: DataFrame, cluster: str, capture_run_id: str, source
         .when(F.col("timestampType") == TIMESTAMP_TYPE_LOG_APPEND_TIME, F.lit("log_append_time"))
         .alias("timestampType")
     )
-    landed = records.select("topic", "partition", "offset", "timestamp", timestamp_type, "key", "value")
+    topic = [name for name in ("topic",) if name in records.columns]  # Spark's Kafka source always has it
+    landed = records.select(*topic, "partition", "offset", "timestamp", timestamp_type, "key", "value")
     rows = raw_records_from_landed(landed, cluster, capture_run_id, source, is_base64=False)
     return rows.select(
         *[F.lit(SOURCE_KIND_KAFKA).alias(name) if name == "source_kind" else F.col(name) for name in rows.columns]

@@ -33,6 +33,25 @@ def test_kafka_source_rows_become_raw_records_keyed_by_cluster_partition_offset(
     assert rows.where("cluster = 'prod' AND record_at = timestamp'2026-11-24 12:00:00'").count() == 3
 
 
+def test_kafka_source_rows_of_share_group_state_are_keyed_by_their_topic(spark):
+    """Both logs share partition numbers and offsets; a copy of __consumer_offsets under another name (a
+    mirror, a configured capture topic) holds __consumer_offsets records."""
+    records = spark.createDataFrame(
+        [(t, b"k", None, 3, 7, AT, 0) for t in ("__consumer_offsets", "__share_group_state", "mirror.offsets")],
+        "topic string, key binary, value binary, partition int, offset long, timestamp timestamp, timestampType int",
+    )
+    rows = kafka_raw_rows(records, "prod", "capture-1", "kafka://broker")
+    expected = spark.createDataFrame(
+        [
+            ("prod/3/7", "__consumer_offsets"),
+            ("prod/__share_group_state/3/7", "__share_group_state"),
+            ("prod/3/7", "__consumer_offsets"),
+        ],
+        "record_id string, source_topic string",
+    )
+    assert_df_equality(rows.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
+
+
 def test_a_span_starts_after_the_last_record_held_before_the_batch(spark):
     batch = spark.createDataFrame([(0, 5), (0, 6), (0, 8), (1, 0), (1, 1)], OFFSETS)
     # held: every record of the cluster, the batch included; offset 10 came later and is not this span's.
