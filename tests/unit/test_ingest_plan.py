@@ -121,3 +121,22 @@ def test_a_new_file_below_what_its_partition_holds_may_repeat_records(tmp_path):
 
     assert plan.files_new == 1 and plan.repeats_records
     assert [[read.path for read in reads] for reads in plan.partitions] == [[backup_name]]
+
+
+def test_a_share_state_file_beside_an_ingested_offsets_log_is_new_and_repeats_nothing(tmp_path):
+    """A broker's log dir holds both topics, with the same partition numbers: __share_group_state-N's
+    first segment is new, not a file below what __consumer_offsets-N holds."""
+    share_state = next((CAPTURES / "share" / "segments-share-state").glob("*/*.log"))
+    offsets = tmp_path / f"__consumer_offsets-{share_state.parent.name.rsplit('-', 1)[1]}" / COOPERATIVE.name
+    offsets.parent.mkdir()
+    offsets.write_bytes(COOPERATIVE.read_bytes())
+    state = state_of(offsets)
+    assert state.max_offset >= 0, "the offsets log must hold offsets a new file could fall below"
+    copy = partition_dir(tmp_path, share_state) / share_state.name
+    copy.write_bytes(share_state.read_bytes())
+    offsets_name, share_name = as_source_file(str(offsets)), as_source_file(str(copy))
+
+    plan = plan_reads([[offsets_name], [share_name]], {offsets_name: state})
+
+    assert (plan.files_new, plan.files_unchanged, plan.repeats_records) == (1, 1, False)
+    assert [[read.path for read in reads] for reads in plan.partitions] == [[share_name]]
