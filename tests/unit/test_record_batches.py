@@ -23,7 +23,7 @@ from tests.conftest import PUBLIC_FIXTURES
 from transforms.bronze import raw_batch
 from transforms.decoder.compression import decompress
 from transforms.decoder.errors import CorruptRecordError
-from transforms.decoder.record_batches import LogRecord, partition_from_path, read_segment_bytes
+from transforms.decoder.record_batches import LogRecord, partition_from_path, read_segment_bytes, topic_from_path
 
 h = bytes.fromhex
 
@@ -544,10 +544,25 @@ def test_broken_legacy_wrappers_are_error_items(wrapper, reason):
         ("/data/kafka/__consumer_offsets-x/00000000000000000000.log", None),
         ("/data/__consumer_offsets-3/backup/00000000000000000000.log", None),
         ("00000000000000000000.log", None),
+        ("/data/kafka/__share_group_state-7/00000000000000000000.log", 7),
+        ("/data/kafka/__share_group_state_copy-7/00000000000000000000.log", None),
     ],
 )
 def test_partition_from_path(path, partition):
     assert partition_from_path(path) == partition
+
+
+@pytest.mark.parametrize(
+    ("path", "topic"),
+    [
+        ("/data/kafka/__consumer_offsets-7/00000000000000000000.log", "__consumer_offsets"),
+        ("/data/kafka/__share_group_state-7/00000000000000000000.log", "__share_group_state"),
+        ("/data/kafka/__share_group_state-7", "__share_group_state"),
+        ("/data/kafka/orders-0/00000000000000000000.log", "__consumer_offsets"),  # as groupscope always took it
+    ],
+)
+def test_topic_from_path(path, topic):
+    assert topic_from_path(path) == topic
 
 
 def test_read_paths_takes_partition_directories_files_and_skips_other_topics(tmp_path):
