@@ -26,5 +26,6 @@ def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(sp
     assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily", "lag"} <= local_tables.keys()
     for name, path in sorted(local_tables.items()):
         local_rows = table_rows(spark, path)
-        assert local_rows or name == "quarantine", name
+        # The sample has no bad bytes and no share groups: those two tables are empty in both runs.
+        assert local_rows or name in ("quarantine", "share_group_state"), name
         assert table_rows(spark, cluster_tables[name]) == local_rows, name
