@@ -56,13 +56,18 @@ def all_captures() -> list[Capture]:
     return [Capture(path.parent) for path in sorted(CAPTURES.glob("*/*/scenario.json"))]
 
 
-def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, DataFrame]:
+def decoded_captures(spark: SparkSession, captures: list[Capture]) -> DataFrame:
+    """The captures' records as the ingest job reads them, decoded, each capture its own cluster."""
     raw = None
     for capture in captures:
         config = load_config(overrides={"input": {"cluster": capture.cluster, "segment_paths": [str(capture.path)]}})
         rows = read_inputs(spark, config, "lab-tables")
         raw = rows if raw is None else raw.unionByName(rows)
-    decoded = materialized(silver.decode_raw_records(raw))
+    return materialized(silver.decode_raw_records(raw))
+
+
+def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, DataFrame]:
+    decoded = decoded_captures(spark, captures)
     members = silver.explode_group_members(decoded)
     tables = {
         "offset_commits": materialized(silver.filter_offset_commits(decoded)),

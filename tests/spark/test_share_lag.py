@@ -1,0 +1,58 @@
+"""share_lag against Kafka: at the snapshot taken just before `kafka-share-groups --describe --offsets`
+at the end of the share scenario (real 4.2.1 and 4.3.1 brokers), every row the tool printed, every
+column as printed ('-' included), and no other row.
+
+The expected rows are the tool's output committed with each capture (describe-share.txt); the tables are
+built in-process from the capture's segments by the jobs' own readers and decoder.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.tables import materialized
+from schemas import ops
+from tests.lab_tables import CAPTURES, Capture, decoded_captures
+from transforms import silver
+from transforms.gold import share_state
+
+SHARE_CAPTURES = [Capture(CAPTURES / line / "share") for line in ("kafka-4.2.1", "kafka-4.3.1")]
+# What ShareGroupCommand prints for --describe --offsets (without --verbose), in this order.
+DESCRIBE_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+PRINTED = {"GROUP": "group_id", "TOPIC": "topic", "PARTITION": "partition", "START-OFFSET": "start_offset",
+           "LAG": "lag"}  # fmt: skip
+
+
+def described(capture: Capture) -> tuple[list[str], list[tuple[str, ...]]]:
+    lines = [line.split() for line in (capture.path / "describe-share.txt").read_text().splitlines() if line.strip()]
+    return lines[0], [tuple(line) for line in lines[1:]]
+
+
+def printed(value) -> str:
+    return "-" if value is None else str(value)
+
+
+@pytest.fixture(scope="module")
+def share_tables(spark):
+    decoded = decoded_captures(spark, SHARE_CAPTURES)
+    states = materialized(share_state.share_partition_states(silver.filter_share_group_state(decoded)))
+    topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
+    names = share_state.share_topic_names(silver.filter_consumer_group_records(decoded), topic_ids)
+    end_offsets = spark.createDataFrame(
+        [row for capture in SHARE_CAPTURES for row in capture.end_offset_rows()], ops.end_offsets_schema
+    )
+    return {"states": states, "share_lag": materialized(share_state.share_lag(states, end_offsets, names))}
+
+
+@pytest.mark.parametrize("capture", SHARE_CAPTURES, ids=lambda capture: capture.cluster)
+def test_share_lag_at_the_describe_is_what_kafka_share_groups_printed(share_tables, capture):
+    header, kafka_rows = described(capture)
+    assert header == DESCRIBE_COLUMNS, "the tool prints a column share_lag does not hold"
+    at_describe = (
+        share_tables["share_lag"]
+        .where((F.col("cluster") == capture.cluster) & (F.col("observed_at") == F.lit(capture.final_observed_at)))
+        .collect()
+    )
+    ours = sorted(tuple(printed(row[PRINTED[name]]) for name in header) for row in at_describe)
+    assert kafka_rows and ours == sorted(kafka_rows)
