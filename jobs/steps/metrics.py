@@ -16,6 +16,7 @@ from jobs.config import Config, GoldSettings
 from jobs.metrics_increments import continue_metrics
 from jobs.metrics_writes import CARRY, INPUTS, LAST_DAY, NOTE_TABLE, STEP, day_number, input_versions, write_table
 from jobs.runs import JobRun
+from jobs.steps.share_backlog import share_backlog
 from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, table_location
 from jobs.watermarks import ChangesUnavailable, covered_versions, note
 from schemas import gold, ops
@@ -75,6 +76,12 @@ def build_metrics(
 
 
 def metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
+    """The consumer groups' metrics, then the share groups' backlog (jobs/steps/share_backlog.py)."""
+    consumer_metrics(spark, config, run)
+    share_backlog(spark, config, run)
+
+
+def consumer_metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
     """Continues from the tables when their note says what they cover and the inputs' changes since then
     can be read (jobs/metrics_increments.py); else (first run, --full, changes gone) from scratch."""
     if not spark.catalog.tableExists(config.table(END_OFFSETS)):

@@ -81,11 +81,10 @@ def share_partition_states(share_group_state: DataFrame) -> DataFrame:
     )
 
 
-def share_topic_names(consumer_group_records: DataFrame, topic_ids: DataFrame) -> DataFrame:
-    """-> (cluster, topic_id, topic): the names share groups' type 15 records give their topic ids (the
-    share coordinator's own view), and the optional topic-id table for ids no such record names."""
+def named_topic_ids(consumer_group_records: DataFrame) -> DataFrame:
+    """-> (cluster, topic_id, topic) from share groups' type 15 records: the share coordinator's own view."""
     topics = F.from_json("value_json", _TOPICS_JSON)
-    from_records = (
+    return (
         consumer_group_records.where(
             (F.col("record_type") == F.lit(RECORD_SHARE_GROUP_STATE_PARTITION_METADATA)) & ~F.col("is_tombstone")
         )
@@ -100,9 +99,18 @@ def share_topic_names(consumer_group_records: DataFrame, topic_ids: DataFrame) -
                 )
             ).alias("topic"),
         )
-        .select("cluster", "topic.topic_id", F.col("topic.topic_name").alias("topic"), F.lit(1).alias("trust"))
+        .select("cluster", "topic.topic_id", F.col("topic.topic_name").alias("topic"))
     )
-    named = from_records.unionByName(topic_ids.select("cluster", "topic_id", "topic", F.lit(2).alias("trust")))
+
+
+def share_topic_names(consumer_group_records: DataFrame, topic_ids: DataFrame) -> DataFrame:
+    """-> one (cluster, topic_id, topic) per named id: the type 15 records' name, else the optional
+    topic-id table's."""
+    named = (
+        named_topic_ids(consumer_group_records)
+        .withColumn("trust", F.lit(1))
+        .unionByName(topic_ids.select("cluster", "topic_id", "topic", F.lit(2).alias("trust")))
+    )
     best = Window.partitionBy("cluster", "topic_id").orderBy("trust", "topic")
     return (
         named.where(F.col("topic_id").isNotNull() & F.col("topic").isNotNull())

@@ -1,0 +1,132 @@
+"""The share backlog continued night by night (jobs/steps/share_backlog.py) holds, after every night, the
+rows one build from scratch over that night's inputs gives, and a --full run over the last night's
+inputs changes nothing.
+
+Input: the real 4.3.1 share capture. Its silver share_group_state and consumer_group_records and its
+end-offset snapshots are real Delta tables with the Change Data Feed on, filled night by night as the
+decode and end_offsets steps fill them: each night brings the records and snapshots up to a later moment
+(each __share_group_state partition's log up to then: its records' times only grow). The moments fall
+inside the scenario's bursts of share-state writes. Night 2 holds back one share partition's records
+(a backup that arrives late, on night 3, behind records already evaluated); night 4 brings the rest but
+deletes a group's records (forget), night 5 brings them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+import jobs.steps.share_backlog as share_backlog_step
+from jobs.runs import JobRun
+from jobs.steps.share_backlog import share_backlog
+from jobs.tables import END_OFFSETS, ensure_table, table_location
+from schemas import ops
+from schemas.share_gold import SHARE_SCHEMAS
+from schemas.silver import consumer_group_records_schema, share_group_state_schema
+from tests.delta_compare import canonical
+from tests.lab_tables import CAPTURES, Capture, decoded_captures
+from transforms import silver
+from transforms.gold import share_state
+
+CAPTURE = Capture(CAPTURES / "kafka-4.3.1" / "share")
+DATABASE = "share_nights"
+LATE = ("share-lab", 1)  # (group, partition) of tasks whose records of night 2 arrive on night 3
+FORGOTTEN = "share-lab-deleted"
+# Inside the bursts of state writes (ms): the first acknowledgements, the second batch of records, the
+# deleted group's run, and the end.
+MOMENTS_MS = (1795578253900, 1795578265400, 1795578279900, None, None)
+SILVER = {"share_group_state": share_group_state_schema, "consumer_group_records": consumer_group_records_schema}
+
+
+@pytest.fixture(scope="module")
+def inputs(spark):
+    decoded = decoded_captures(spark, [CAPTURE])
+    return {
+        "share_group_state": silver.filter_share_group_state(decoded).localCheckpoint(),
+        "consumer_group_records": silver.filter_consumer_group_records(decoded).localCheckpoint(),
+        END_OFFSETS: spark.createDataFrame(CAPTURE.end_offset_rows(), ops.end_offsets_schema).localCheckpoint(),
+    }
+
+
+def _until(rows: DataFrame, column: str, moment_ms: int | None) -> DataFrame:
+    if moment_ms is None:
+        return rows
+    return rows.where(F.col(column) <= F.lit(datetime.fromtimestamp(moment_ms / 1000, UTC)))
+
+
+def night_inputs(inputs: dict[str, DataFrame], night: int) -> dict[str, DataFrame]:
+    moment = MOMENTS_MS[night - 1]
+    tables = {name: _until(inputs[name], "record_at", moment) for name in SILVER}
+    tables[END_OFFSETS] = _until(inputs[END_OFFSETS], "observed_at", moment)
+    late = (F.col("group_id") == LATE[0]) & (F.col("partition") == LATE[1])
+    if night == 2:
+        tables["share_group_state"] = tables["share_group_state"].where(
+            ~late | (F.col("record_at") <= F.lit(datetime.fromtimestamp(MOMENTS_MS[0] / 1000, UTC)))
+        )
+    if night == 4:
+        tables["share_group_state"] = tables["share_group_state"].where(F.col("group_id") != FORGOTTEN)
+    return tables
+
+
+def load_night(spark, config, tables: dict[str, DataFrame]) -> None:
+    """The silver and ops tables brought to the night's rows: new ones appended, gone ones deleted."""
+    for name, rows in tables.items():
+        schema = ops.end_offsets_schema if name == END_OFFSETS else SILVER[name]
+        ensure_table(spark, config.table(name), schema, partition_by=("cluster",), change_feed=True)
+        key = ["cluster", "topic", "partition", "observed_at"] if name == END_OFFSETS else ["cluster", "record_id"]
+        held = spark.table(config.table(name))
+        gone = held.join(rows, on=key, how="left_anti").select(*key).collect()
+        if gone:
+            condition = F.lit(False)
+            for row in gone:
+                condition = condition | F.struct(*key).eqNullSafe(F.struct(*[F.lit(row[k]) for k in key]))
+            DeltaTable.forName(spark, config.table(name)).delete(condition)
+        new = rows.join(held, on=key, how="left_anti").select(*schema.names)
+        new.write.format("delta").mode("append").save(table_location(spark, config.table(name)))
+
+
+def from_scratch(spark, tables: dict[str, DataFrame]) -> dict[str, list[str]]:
+    states = share_state.share_partition_states(tables["share_group_state"]).localCheckpoint()
+    names = share_state.share_topic_names(
+        tables["consumer_group_records"], spark.createDataFrame([], ops.topic_ids_schema)
+    )
+    built = {"share_partition_state": states, "share_lag": share_state.share_lag(states, tables[END_OFFSETS], names)}
+    return {name: _rows(built[name].select(*SHARE_SCHEMAS[name].names)) for name in SHARE_SCHEMAS}
+
+
+def _rows(rows: DataFrame) -> list[str]:
+    return sorted(repr(canonical(row)) for row in rows.collect())
+
+
+def run_step(spark, config) -> None:
+    with JobRun(spark, config, "metrics") as run:
+        share_backlog(spark, config, run)
+    assert run.exit_code == 0, "the share backlog run failed; see its job_runs row"
+
+
+def test_nights_hold_what_one_build_from_scratch_gives(spark, spark_config, inputs, monkeypatch):
+    config = replace(spark_config, database=DATABASE, cluster=CAPTURE.cluster)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+    continued = []
+    original = share_backlog_step.continue_share_backlog
+    monkeypatch.setattr(
+        share_backlog_step, "continue_share_backlog", lambda *args: continued.append(1) or original(*args)
+    )
+    lag_rows = []
+    for night in range(1, len(MOMENTS_MS) + 1):
+        tables = night_inputs(inputs, night)
+        load_night(spark, config, tables)
+        run_step(spark, config)
+        held = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
+        assert held == from_scratch(spark, tables), f"night {night}"
+        lag_rows.append(len(held["share_lag"]))
+    assert len(continued) == len(MOMENTS_MS) - 1, "a night started over instead of continuing"
+    assert 0 < lag_rows[0] < lag_rows[2] < lag_rows[-1]
+
+    run_step(spark, replace(config, full=True))
+    assert {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS} == held
