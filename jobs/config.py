@@ -208,9 +208,12 @@ def check_inputs(config: Config) -> None:
     for setting, path in named:
         if "://" not in path and not Path(path).exists():
             raise ConfigError(f"{setting}: {path} does not exist; give an existing file or directory")
-    from jobs.object_store import check_credentials  # imported here: object_store builds on this module
+    # Imported here: both modules build on this one.
+    from jobs.hive_metastore import check_metastore_settings
+    from jobs.object_store import check_credentials
 
     check_credentials(config)
+    check_metastore_settings(config)
 
 
 def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:

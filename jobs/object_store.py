@@ -151,8 +151,9 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def _root_cause(error: Py4JJavaError) -> str:
-    cause = error.java_exception
+def root_cause(throwable) -> str:
+    """A Java exception's innermost cause, as its class's simple name and its message's first line."""
+    cause = throwable
     while cause.getCause() is not None and cause.getCause() != cause:
         cause = cause.getCause()
     first_line = (str(cause.getMessage() or "")).splitlines()[:1]
@@ -171,7 +172,7 @@ def check_reachable(spark: SparkSession, config: Config, secrets: Mapping[str, s
             probe = jvm.org.apache.hadoop.fs.Path(path)
             probe.getFileSystem(hadoop_conf).exists(probe)
         except Py4JJavaError as error:
-            reason = redact(_root_cause(error), secrets.values())
+            reason = redact(root_cause(error.java_exception), secrets.values())
             raise StoreUnavailable(
                 f"cannot use {bucket} at {s3_settings(config).describe()}: {reason}. Nothing was written; "
                 "check [storage.s3] (endpoint, region, path_style_access) and the credentials in the "

@@ -20,6 +20,7 @@ from typing import TextIO
 from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
+from jobs.hive_metastore import hive_settings, reach_metastore
 from jobs.locks import RunRefused
 from jobs.object_store import (
     check_reachable,
@@ -106,7 +107,7 @@ def build_session(config: Config, app_name: str) -> SparkSession:
     if config.metastore == "embedded":
         settings.update(embedded_metastore_conf(warehouse))
     else:
-        settings["spark.sql.catalogImplementation"] = "hive"
+        settings.update({**hive_settings(config), **config.spark_conf})  # [spark.conf] may tune the client
     if os.environ.get("GROUPSCOPE_SUBMITTED") != "1":
         settings["spark.master"] = config.master
         settings["spark.jars"] = ",".join(spark_jars())
@@ -124,6 +125,8 @@ def build_session(config: Config, app_name: str) -> SparkSession:
         except Exception:
             session.stop()
             raise
+    if config.metastore == "hive":
+        reach_metastore(session, config.database, settings)
     register_decoder_functions(session)
     if not session.catalog.databaseExists(config.database):  # IF NOT EXISTS alone makes the metastore log an error
         session.sql(f"CREATE DATABASE IF NOT EXISTS `{config.database}`")

@@ -3,6 +3,8 @@
 # JVM jars (Delta, Spark's Kafka source, the Kafka brokers for lab/) from Maven Central, and compiles
 # groupscope's own Java (the decoder's fast path, jvm/decoder) against Spark's jars. A second run
 # with nothing changed does no network I/O: stamps record what was installed from which inputs.
+# Arguments name more jar sets (folders under jvm/) to fetch, for the scripts that need them:
+# scripts/metastore.sh asks for `metastore`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -77,3 +79,4 @@ if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars s3proxy
   fetch_jars s3proxy-2.6
 fi
+for extra in "$@"; do fetch_jars "$extra"; done
