@@ -6,9 +6,9 @@ Input: the real 4.3.1 share capture. Its silver share_group_state and consumer_g
 end-offset snapshots are real Delta tables with the Change Data Feed on, filled night by night as the
 decode and end_offsets steps fill them: each night brings the records and snapshots up to a later moment
 (each __share_group_state partition's log up to then: its records' times only grow). The moments fall
-inside the scenario's bursts of share-state writes. Night 2 holds back one share partition's records
-(a backup that arrives late, on night 3, behind records already evaluated); night 4 brings the rest but
-deletes a group's records (forget), night 5 brings them back.
+inside the scenario's bursts of share-state writes. Night 1 (from scratch) lacks one share partition's
+records after the first burst: a backup that arrives on night 2, behind snapshots already evaluated.
+Night 3 brings the rest and deletes a group's records (forget).
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ from transforms.gold import share_state
 
 CAPTURE = Capture(CAPTURES / "kafka-4.3.1" / "share")
 DATABASE = "share_nights"
-LATE = ("share-lab", 1)  # (group, partition) of tasks whose records of night 2 arrive on night 3
+LATE = ("share-lab", 1)  # (group, partition): its records after the first burst arrive on night 2
 FORGOTTEN = "share-lab-deleted"
-# Inside the bursts of state writes (ms): the first acknowledgements, the second batch of records, the
-# deleted group's run, and the end.
-MOMENTS_MS = (1795578253900, 1795578265400, 1795578279900, None, None)
+# Inside the bursts of state writes (ms): the first acknowledgements (where night 1 cuts the late
+# partition), the second batch of records, the deleted group's run; and the end.
+FIRST_BURST_MS = 1795578253900
+MOMENTS_MS = (1795578265400, 1795578279900, None)
 SILVER = {"share_group_state": share_group_state_schema, "consumer_group_records": consumer_group_records_schema}
 
 
@@ -64,11 +65,11 @@ def night_inputs(inputs: dict[str, DataFrame], night: int) -> dict[str, DataFram
     tables = {name: _until(inputs[name], "record_at", moment) for name in SILVER}
     tables[END_OFFSETS] = _until(inputs[END_OFFSETS], "observed_at", moment)
     late = (F.col("group_id") == LATE[0]) & (F.col("partition") == LATE[1])
-    if night == 2:
+    if night == 1:
         tables["share_group_state"] = tables["share_group_state"].where(
-            ~late | (F.col("record_at") <= F.lit(datetime.fromtimestamp(MOMENTS_MS[0] / 1000, UTC)))
+            ~late | (F.col("record_at") <= F.lit(datetime.fromtimestamp(FIRST_BURST_MS / 1000, UTC)))
         )
-    if night == 4:
+    if night == 3:
         tables["share_group_state"] = tables["share_group_state"].where(F.col("group_id") != FORGOTTEN)
     return tables
 
@@ -126,7 +127,7 @@ def test_nights_hold_what_one_build_from_scratch_gives(spark, spark_config, inpu
         assert held == from_scratch(spark, tables), f"night {night}"
         lag_rows.append(len(held["share_lag"]))
     assert len(continued) == len(MOMENTS_MS) - 1, "a night started over instead of continuing"
-    assert 0 < lag_rows[0] < lag_rows[2] < lag_rows[-1]
+    assert 0 < lag_rows[0] < lag_rows[1] < lag_rows[2]
 
     run_step(spark, replace(config, full=True))
     assert {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS} == held
