@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# SQL over groupscope's tables: ./spark-sql.sh [-e 'SELECT ...'] [spark-sql options]
-# Uses the same warehouse and embedded metastore as the jobs (./warehouse by default; override with
-# GROUPSCOPE_WAREHOUSE). Derby allows one process at a time: while a job runs this exits 75, and a job
-# started while this shell is open is refused the same way.
+# SQL over groupscope's tables: ./spark-sql.sh [--conf conf/<env>.toml] [-e 'SELECT ...'] [spark-sql options]
+# Opens the warehouse and metastore the jobs use, with their Spark settings (jobs/sql_launch.py):
+# conf/local.toml's (./warehouse and its embedded metastore) unless --conf names another environment file;
+# GROUPSCOPE_WAREHOUSE overrides the warehouse. Derby allows one process at a time: while a job runs this
+# exits 75, and a job started while this shell is open is refused the same way. With a Hive metastore
+# service (conf/hive.toml, docs/hive.md) shells, jobs and the Thrift server run side by side.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
-warehouse="$(realpath -m "${GROUPSCOPE_WAREHOUSE:-$root/warehouse}")"
-mkdir -p "$warehouse"
+config_args=()
+# spark-sql's own --conf takes key=value; an environment file is a path.
+if [[ "${1:-}" == "--conf" && "${2:-}" != *=* ]]; then config_args+=(--conf "$(realpath -m "$2")"); shift 2; fi
+[[ -n "${GROUPSCOPE_WAREHOUSE:-}" ]] && config_args+=(--warehouse "$(realpath -m "$GROUPSCOPE_WAREHOUSE")")
 source "$root/scripts/embedded_metastore.sh"
-hold_embedded_metastore "$warehouse"
+sql_session_settings ${config_args[@]+"${config_args[@]}"}
 jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
 # The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
 export PATH="$root/.venv/bin:$PATH"
@@ -17,11 +21,7 @@ export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.p
 exec "$root/.venv/bin/spark-sql" \
   --properties-file "$root/conf/spark-defaults.conf" \
   --jars "$jars" \
-  --conf "spark.sql.warehouse.dir=$warehouse" \
-  --conf "spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName=$warehouse/metastore_db;create=true" \
-  --conf "spark.hadoop.datanucleus.schema.autoCreateAll=true" \
-  --conf "spark.hadoop.hive.metastore.schema.verification=false" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties" \
+  "${session_settings[@]}" \
   --conf "spark.ui.enabled=false" \
   --hiveconf hive.cli.print.header=true \
   "$@"

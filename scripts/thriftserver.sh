@@ -6,7 +6,8 @@
 # environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
 #   .venv/bin/beeline -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
 # The embedded metastore (Derby) lets one process at a time open the warehouse: while a job runs this exits
-# 75, and jobs started while the server runs are refused the same way; stop it before the next run.
+# 75, and jobs started while the server runs are refused the same way; stop it before the next run. With a
+# Hive metastore service (storage.metastore = "hive", docs/hive.md) the server and the jobs run side by side.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port=10000
@@ -31,41 +32,9 @@ export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 [[ "$bind" == 127.* ]] && export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 
-# The jobs' own configuration decides the master, the warehouse, the metastore and the Spark settings
-# (NUL-separated arguments, through a file so that a failure stops the script).
-settings_file="$(mktemp)"
-trap 'rm -f "$settings_file"' EXIT
-(cd "$root" && "$root/.venv/bin/python" - "${config_args[@]}" >"$settings_file") <<'PYTHON'
-import sys
-
-from jobs.config import REPO_ROOT, config_from_args, parser
-from jobs.session import embedded_metastore_conf
-
-config = config_from_args(parser("thriftserver").parse_args(sys.argv[1:]))
-config.warehouse_dir.mkdir(parents=True, exist_ok=True)
-settings = {"spark.sql.warehouse.dir": str(config.warehouse_dir), **config.spark_conf}
-if config.metastore == "embedded":
-    settings.update(embedded_metastore_conf(config.warehouse_dir))
-    print(config.warehouse_dir, end="\0")  # the warehouse whose metastore to lock; empty: none
-else:
-    print(end="\0")
-    settings["spark.sql.catalogImplementation"] = "hive"
-log_config = f"-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}"
-settings["spark.driver.extraJavaOptions"] = f"{settings.get('spark.driver.extraJavaOptions', '')} {log_config}".strip()
-arguments = ["--master", config.master]
-for key, value in settings.items():
-    arguments += ["--conf", f"{key}={value}"]
-sys.stdout.write("".join(f"{argument}\0" for argument in arguments))
-PYTHON
-session_settings=()
-while IFS= read -r -d '' argument; do session_settings+=("$argument"); done <"$settings_file"
-rm -f "$settings_file"
-embedded_warehouse="${session_settings[0]}"
-session_settings=("${session_settings[@]:1}")
-if [[ -n "$embedded_warehouse" ]]; then
-  source "$root/scripts/embedded_metastore.sh"
-  hold_embedded_metastore "$embedded_warehouse"
-fi
+# The jobs' own configuration decides the master, the warehouse, the metastore and the Spark settings.
+source "$root/scripts/embedded_metastore.sh"
+sql_session_settings ${config_args[@]+"${config_args[@]}"}
 
 cd "$root"
 exec "$root/.venv/bin/spark-submit" \

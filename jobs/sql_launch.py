@@ -1,0 +1,51 @@
+"""The Spark settings of the SQL launchers, ./spark-sql.sh and scripts/thriftserver.sh: the jobs' own
+configuration (conf/defaults.toml, the environment file, the flags) decides the master, the warehouse, the
+metastore and the Spark settings, so a shell or a JDBC server opens what the jobs write.
+
+    python -m jobs.sql_launch [--conf conf/<env>.toml] [--warehouse DIR] ...
+
+prints, NUL-separated, the warehouse whose embedded metastore the launcher must lock (empty with a
+metastore service, which serves every process at once), then spark-submit's arguments. A wrong setting
+exits 2 with one line, as a job's would.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from jobs.config import REPO_ROOT, Config, ConfigError, config_from_args, parser, refuse
+from jobs.hive_metastore import hive_settings
+from jobs.session import embedded_metastore_conf
+
+
+def launch_arguments(config: Config) -> tuple[str, list[str]]:
+    """(the warehouse to lock, or "" for a metastore service; spark-submit's --master and --conf arguments)."""
+    config.warehouse_dir.mkdir(parents=True, exist_ok=True)
+    settings = {"spark.sql.warehouse.dir": str(config.warehouse_dir), **config.spark_conf}
+    locked = ""
+    if config.metastore == "embedded":
+        settings.update(embedded_metastore_conf(config.warehouse_dir))
+        locked = str(config.warehouse_dir)
+    else:
+        settings.update({**hive_settings(config), **config.spark_conf})
+    log_config = f"-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}"
+    java_options = f"{settings.get('spark.driver.extraJavaOptions', '')} {log_config}".strip()
+    settings["spark.driver.extraJavaOptions"] = java_options
+    arguments = ["--master", config.master]
+    for key, value in settings.items():
+        arguments += ["--conf", f"{key}={value}"]
+    return locked, arguments
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser("the settings of ./spark-sql.sh and scripts/thriftserver.sh").parse_args(argv)
+    try:
+        locked, arguments = launch_arguments(config_from_args(args))
+    except ConfigError as error:
+        refuse(str(error))
+    sys.stdout.write("".join(f"{argument}\0" for argument in [locked, *arguments]))
+
+
+if __name__ == "__main__":
+    main()
