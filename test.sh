@@ -1,11 +1,42 @@
 #!/usr/bin/env bash
 # Runs the test suite: ./test.sh [unit|spark|integration] [pytest args]. With no kind, every test.
 # Installs what it needs first (scripts/bootstrap.sh: Python venv, Spark/Delta jars, Kafka broker jars).
+#
+# The whole suite runs as two pytest processes side by side: the in-process Spark tests (unit, spark) and
+# the integration tests (brokers, spark-submit runs, Airflow, S3). Each alone keeps about one of the two
+# cores busy (a Spark driver plans on one thread; the integration tests mostly wait on subprocesses), so
+# together they take about as long as the longer one. The integration output follows the other's.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
 cd "$root"
+pytest="$root/.venv/bin/pytest"
 case "${1:-}" in
-  unit | spark | integration) kind="$1"; shift; exec "$root/.venv/bin/pytest" "tests/$kind" "$@" ;;
+  unit | spark | integration) kind="$1"; shift; exec "$pytest" "tests/$kind" "$@" ;;
 esac
-exec "$root/.venv/bin/pytest" "$@"
+for argument in "$@"; do  # tests named on the command line: one process runs just those
+  [[ "$argument" == tests* || -e "${argument%%::*}" ]] && exec "$pytest" "$@"
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/groupscope-tests.XXXXXX")"
+integration_log="$work/integration.log"
+# Distinct base directories: two pytest processes sharing the default one would prune each other's.
+"$pytest" tests/integration --basetemp="$work/integration" "$@" >"$integration_log" 2>&1 &
+integration=$!
+# SIGINT, as Ctrl-C: pytest then tears its fixtures down (brokers, servers, background runs).
+trap 'kill -INT "$integration" 2>/dev/null || true' INT TERM
+echo "test.sh: the integration tests run alongside; their output follows ($integration_log)"
+code=0
+"$pytest" tests/unit tests/spark --basetemp="$work/spark" "$@" || code=$?
+integration_code=0
+wait "$integration" || integration_code=$?
+echo
+echo "test.sh: integration tests ($integration_log):"
+cat "$integration_log"
+echo
+echo "test.sh: unit and spark tests exited $code, integration tests $integration_code"
+# pytest's codes: 0 passed, 1 some failed, 2-4 interrupted or misused, 5 nothing collected (a -k that
+# selects tests of one kind only is fine). The worse one wins.
+(( code == 5 && integration_code == 0 )) && code=0
+(( integration_code == 5 && code == 0 )) && integration_code=0
+exit $((code > integration_code ? code : integration_code))

@@ -9,6 +9,7 @@ the scheduler's own timetables, `airflow tasks render` for every task, and `airf
 from __future__ import annotations
 
 import ast
+import importlib
 import itertools
 import json
 import os
@@ -21,9 +22,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from jobs.config import parse_config
+from jobs.runs import JOB_RUNS, JobRun
 from jobs.segment_files import read_paths
 from tests.conftest import REPO_ROOT
-from tests.delta_compare import delta_tables, differing_tables, table_rows
+from tests.delta_compare import delta_tables, table_rows
 
 AIRFLOW_VENV = REPO_ROOT / ".venv-airflow"
 DAGS_FOLDER = REPO_ROOT / "dags"
@@ -328,26 +331,7 @@ dag_id, tasks, dates = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",
 print(json.dumps({date: [rendered_command(dag_id, task, date) for task in tasks] for date in dates}))
 """
 )
-# Runs in the jobs' venv: rendered commands, one after the other, each as spark-submit.sh would run it (the
-# job's main() with the arguments after the job's name; a session per job run), in one process and JVM.
-RUN_COMMANDS = r"""
-import importlib, json, shlex, sys
-for command in json.loads(sys.argv[1]):
-    launcher, job, *arguments = shlex.split(command)
-    assert launcher.endswith("/spark-submit.sh"), launcher
-    code = importlib.import_module(f"jobs.{job}").main(arguments)
-    if code != 0:
-        sys.exit(f"{job} {arguments} exited with {code}")
-"""
 MISSED_DATES = ["2026-03-15", "2026-03-16"]
-# Both sides of the comparison run alike: one task per shuffle and no code generation, as the test session
-# (tests/conftest.py), since these tables hold a few hundred rows.
-SMALL_DATA_SPARK_CONF = """[spark.conf]
-"spark.sql.shuffle.partitions" = "1"
-"spark.default.parallelism" = "2"
-"spark.sql.codegen.wholeStage" = "false"
-"spark.ui.enabled" = "false"
-"""
 # capture needs a live cluster ([capture] bootstrap_servers); this estate has segments only.
 SEGMENT_STAGES = [stage for stage in NIGHTLY_STAGES if stage != "capture"]
 
@@ -361,17 +345,27 @@ def rendered_runs(airflow_home: Path, conf: Path, dates: list[str]) -> dict[str,
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run_commands(commands: list[str], log: Path) -> None:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("GROUPSCOPE_")}
-    arguments = [str(REPO_ROOT / ".venv" / "bin" / "python"), "-c", RUN_COMMANDS, json.dumps(commands)]
-    with open(log, "w") as output:
-        result = subprocess.run(arguments, env=environment, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT,
-                                timeout=1800, check=False)  # fmt: skip
-    assert result.returncode == 0, log.read_text()[-5000:]
+def run_commands(spark, commands: list[str]) -> None:
+    """Rendered commands one after the other, each as its job's main() runs it (the command line parsed
+    and checked by the job's own parser, one recorded run of its step), in this test's session: a
+    separate JVM per task would only add its start-up (the ingest task above runs through spark-submit)."""
+    for command in commands:
+        launcher, job, *arguments = shlex.split(command)
+        assert launcher == f"{REPO_ROOT}/spark-submit.sh", launcher
+        config = parse_config(arguments, job, job)
+        step = getattr(importlib.import_module(f"jobs.steps.{job}"), job)
+        with JobRun(spark, config, job) as run:
+            step(spark, config, run)
+        (outcome,) = spark.table(config.table(JOB_RUNS)).where(F.col("run_id") == run.run_id).collect()
+        assert run.exit_code == 0, f"{command}: {outcome.message}"
+
+
+def database_rows(spark, warehouse: Path, database: str) -> dict[str, list[str]]:
+    return {name: table_rows(spark, path) for name, path in delta_tables(warehouse, database).items()}
 
 
 def test_catching_up_missed_nights_and_rerunning_a_past_date_leave_the_tables_of_nights_in_order(
-    airflow_home, spark, tmp_path
+    airflow_home, spark, warehouse, tmp_path
 ):
     """Two nights' DAG runs missed, then caught up one after the other over the log as it is now, then the
     first date's run cleared and run again, against the same two nights run in order over the log as it
@@ -382,15 +376,14 @@ def test_catching_up_missed_nights_and_rerunning_a_past_date_leave_the_tables_of
     times = [batch.max_timestamp_ms for found in log_cuts.capture_batches(capture).values() for batch in found]
     nights = [log_cuts.cut_at(capture, (min(times) + max(times)) // 2, "halfway"), log_cuts.whole(capture)]
     live = tmp_path / "live"
-    tables = {}
-    for name in ("in_order", "caught_up"):
-        tables[name] = tmp_path / name
+    databases = {"in_order": "groupscope_dag_in_order", "caught_up": "groupscope_dag_caught_up"}
+    for name, database in databases.items():
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")  # what a job's own session does first
         (tmp_path / f"{name}.toml").write_text(
-            f'[catalog]\ndatabase = "groupscope_airflow_nights"\n'
-            f"[storage]\nwarehouse_dir = {json.dumps(str(tables[name]))}\n"
+            f'[catalog]\ndatabase = "{database}"\n'
+            f"[storage]\nwarehouse_dir = {json.dumps(str(warehouse))}\n"
             f'[input]\ncluster = "nights"\nsegment_paths = [{json.dumps(str(live / "segments"))}]\n'
             f"[end_offsets]\nfiles = [{json.dumps(str(live / 'end_offsets'))}]\n"
-            f"{SMALL_DATA_SPARK_CONF}"
         )
     in_order = rendered_runs(airflow_home, tmp_path / "in_order.toml", MISSED_DATES)
     caught_up = rendered_runs(airflow_home, tmp_path / "caught_up.toml", MISSED_DATES)
@@ -399,13 +392,13 @@ def test_catching_up_missed_nights_and_rerunning_a_past_date_leave_the_tables_of
 
     for night, date in zip(nights, MISSED_DATES, strict=True):
         log_cuts.write_night([night], live / "segments", live / "end_offsets")
-        run_commands(in_order[date], tmp_path / f"in-order-{date}.log")
-    run_commands([command for date in MISSED_DATES for command in caught_up[date]], tmp_path / "caught-up.log")
-    assert differing_tables(spark, tables["in_order"], tables["caught_up"], "groupscope_airflow_nights") == []
+        run_commands(spark, in_order[date])
+    run_commands(spark, [command for date in MISSED_DATES for command in caught_up[date]])
+    expected = database_rows(spark, warehouse, databases["in_order"])
+    before = database_rows(spark, warehouse, databases["caught_up"])
+    assert len(expected) >= 15 and expected["generations"]
+    assert [name for name in expected.keys() | before.keys() if expected.get(name) != before.get(name)] == []
 
-    before = {name: table_rows(spark, path) for name, path in delta_tables(tables["caught_up"],
-              "groupscope_airflow_nights").items()}  # fmt: skip
-    run_commands(caught_up[MISSED_DATES[0]], tmp_path / "rerun.log")
-    after = {name: table_rows(spark, path) for name, path in delta_tables(tables["caught_up"],
-             "groupscope_airflow_nights").items()}  # fmt: skip
+    run_commands(spark, caught_up[MISSED_DATES[0]])
+    after = database_rows(spark, warehouse, databases["caught_up"])
     assert [name for name in before if before[name] != after.get(name)] == []
