@@ -82,6 +82,12 @@ share_lag_schema = StructType(
         *STATE_COUNTS,
         column("state_recorded_at", TimestampType(), False),
         column("state_record_id", StringType(), False),
+        # Status: since when the partition has had a backlog at every snapshot with this start offset
+        # (null without one), and whether that is longer than [share] stuck_after_minutes; whether a record
+        # was delivered more than [share] redelivery_limit times.
+        column("backlog_since", TimestampType()),
+        column("is_start_offset_stuck", BooleanType(), False),
+        column("is_redelivery_storm", BooleanType(), False),
     ]
 )
 

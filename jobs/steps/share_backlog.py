@@ -121,8 +121,20 @@ def share_backlog(spark: SparkSession, config: Config, run: JobRun) -> None:
     _write(spark, config, "share_partition_state", states, commit_note)
     names = share_state.share_topic_names(inputs["consumer_group_records"], inputs[TOPIC_IDS])
     stored = cluster_rows(spark, config, "share_partition_state")
-    _write(spark, config, NOTE_TABLE, share_state.share_lag(stored, inputs[END_OFFSETS], names), commit_note)
+    _write(
+        spark,
+        config,
+        NOTE_TABLE,
+        share_state.share_lag(stored, inputs[END_OFFSETS], names, **status_settings(config)),
+        commit_note,
+    )
     _count(spark, config, run)
+
+
+def status_settings(config: Config) -> dict[str, int]:
+    """The [share] settings of the status rules, as share_state.share_lag takes them."""
+    share = config.section("share")
+    return {name: int(share[name]) for name in ("stuck_after_minutes", "redelivery_limit")}
 
 
 def _count(spark: SparkSession, config: Config, run: JobRun) -> None:
@@ -165,7 +177,9 @@ def continue_share_backlog(
         reached = reached.unionByName(starts.select(*TOPIC_PARTITION))
     snapshots = inputs[END_OFFSETS].join(reached.distinct(), on=list(TOPIC_PARTITION), how="left_semi")
     stored = cluster_rows(spark, config, "share_partition_state")
-    new_rows = _rebuilt(share_state.share_lag(stored, snapshots, names), keys, starts).where("is_rebuilt")
+    new_rows = _rebuilt(share_state.share_lag(stored, snapshots, names, **status_settings(config)), keys, starts).where(
+        "is_rebuilt"
+    )
     old_rows = cluster_rows(spark, config, NOTE_TABLE)
     kept = _rebuilt(old_rows, keys, starts).where(~F.col("is_rebuilt")).select(*old_rows.columns)
     _write(spark, config, NOTE_TABLE, kept.unionByName(new_rows.select(*old_rows.columns)).localCheckpoint(),

@@ -8,6 +8,8 @@ from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
 from jobs.runs import JobRun
+from jobs.tables import ensure_table
+from schemas.share_gold import SHARE_SCHEMAS
 
 SQL_DIR = REPO_ROOT / "sql"
 DATABASE_PLACEHOLDER = "${database}"
@@ -19,6 +21,7 @@ VIEWS = (
     "group_health",
     "rebalance_timeline",
     "top_moving_groups",
+    "current_share_lag",
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -46,6 +49,9 @@ def view_statement(name: str, database: str) -> str:
 
 def create_views(spark: SparkSession, config: Config) -> list[str]:
     """Creates or replaces every view in `config.database`; returns their qualified names, in creation order."""
+    # A cluster without share groups never writes the share tables its view reads.
+    for name, schema in SHARE_SCHEMAS.items():
+        ensure_table(spark, config.table(name), schema, partition_by=("cluster",))
     created = []
     for name in VIEWS:
         statement = view_statement(name, config.database)

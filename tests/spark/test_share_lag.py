@@ -8,9 +8,12 @@ built in-process from the capture's segments by the jobs' own readers and decode
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from pyspark.sql import functions as F
 
+from jobs.steps.share_backlog import status_settings
 from jobs.tables import materialized
 from schemas import ops
 from tests.lab_tables import CAPTURES, Capture, decoded_captures
@@ -34,7 +37,7 @@ def printed(value) -> str:
 
 
 @pytest.fixture(scope="module")
-def share_tables(spark):
+def share_tables(spark, spark_config):
     decoded = decoded_captures(spark, SHARE_CAPTURES)
     states = materialized(share_state.share_partition_states(silver.filter_share_group_state(decoded)))
     topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
@@ -42,7 +45,10 @@ def share_tables(spark):
     end_offsets = spark.createDataFrame(
         [row for capture in SHARE_CAPTURES for row in capture.end_offset_rows()], ops.end_offsets_schema
     )
-    return {"states": states, "share_lag": materialized(share_state.share_lag(states, end_offsets, names))}
+    return {
+        "states": states,
+        "share_lag": materialized(share_state.share_lag(states, end_offsets, names, **status_settings(spark_config))),
+    }
 
 
 @pytest.mark.parametrize("capture", SHARE_CAPTURES, ids=lambda capture: capture.cluster)
@@ -56,3 +62,23 @@ def test_share_lag_at_the_describe_is_what_kafka_share_groups_printed(share_tabl
     )
     ours = sorted(tuple(printed(row[PRINTED[name]]) for name in header) for row in at_describe)
     assert kafka_rows and ours == sorted(kafka_rows)
+
+
+def test_a_backlog_is_stuck_once_its_start_offset_has_not_moved_for_the_stretch_and_storms_count_deliveries(spark):
+    """Rule: a stretch is the consecutive snapshots with lag > 0 and one start offset; stuck when it has
+    lasted 2 minutes here; a storm when a record was delivered more than 3 times."""
+    at = [datetime(2026, 11, 1, 0, minute) for minute in range(6)]
+    key = ("c", "g", "id", 0)
+    rows = [  # observed_at, start_offset, lag, max_delivery_count
+        (at[0], 5, 0, None), (at[1], 5, 2, 1), (at[2], 5, 2, 3), (at[3], 5, 3, 4), (at[4], 7, 1, 1),
+        (at[5], None, None, None),
+    ]  # fmt: skip
+    frame = spark.createDataFrame(
+        [(*key, *row) for row in rows],
+        "cluster string, group_id string, topic_id string, partition int, observed_at timestamp, "
+        "start_offset long, lag long, max_delivery_count int",
+    )
+    out = share_state.with_status(frame, stuck_after_minutes=2, redelivery_limit=3).orderBy("observed_at").collect()
+    assert [row["backlog_since"] for row in out] == [None, at[1], at[1], at[1], at[4], None]
+    assert [row["is_start_offset_stuck"] for row in out] == [False, False, False, True, False, False]
+    assert [row["is_redelivery_storm"] for row in out] == [False, False, False, True, False, False]

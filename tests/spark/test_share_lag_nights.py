@@ -8,7 +8,8 @@ decode and end_offsets steps fill them: each night brings the records and snapsh
 (each __share_group_state partition's log up to then: its records' times only grow). The moments fall
 inside the scenario's bursts of share-state writes. Night 1 (from scratch) lacks one share partition's
 records after the first burst: a backup that arrives on night 2, behind snapshots already evaluated.
-Night 3 brings the rest and deletes a group's records (forget).
+Night 3 brings snapshots only (no state record was written meanwhile). Night 4 brings the rest and
+deletes a group's records (forget).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from pyspark.sql import functions as F
 
 import jobs.steps.share_backlog as share_backlog_step
 from jobs.runs import JobRun
-from jobs.steps.share_backlog import share_backlog
+from jobs.steps.share_backlog import share_backlog, status_settings
+from jobs.steps.views import view_statement
 from jobs.tables import END_OFFSETS, ensure_table, table_location
 from schemas import ops
 from schemas.share_gold import SHARE_SCHEMAS
 from schemas.silver import consumer_group_records_schema, share_group_state_schema
 from tests.delta_compare import canonical
 from tests.lab_tables import CAPTURES, Capture, decoded_captures
+from tests.spark.test_share_lag import PRINTED, described, printed
 from transforms import silver
 from transforms.gold import share_state
 
@@ -37,10 +40,12 @@ CAPTURE = Capture(CAPTURES / "kafka-4.3.1" / "share")
 DATABASE = "share_nights"
 LATE = ("share-lab", 1)  # (group, partition): its records after the first burst arrive on night 2
 FORGOTTEN = "share-lab-deleted"
-# Inside the bursts of state writes (ms): the first acknowledgements (where night 1 cuts the late
-# partition), the second batch of records, the deleted group's run; and the end.
+# Where night 1 cuts the late partition (after the first acknowledgements), then the nights' moments:
+# inside the second batch of records' writes, after the topic deletion's, a second later (snapshots
+# only), the end.
 FIRST_BURST_MS = 1795578253900
-MOMENTS_MS = (1795578265400, 1795578279900, None)
+MOMENTS_MS = (1795578265400, 1795578275000, 1795578276000, None)
+SNAPSHOTS_ONLY_NIGHT = 3
 SILVER = {"share_group_state": share_group_state_schema, "consumer_group_records": consumer_group_records_schema}
 
 
@@ -69,7 +74,7 @@ def night_inputs(inputs: dict[str, DataFrame], night: int) -> dict[str, DataFram
         tables["share_group_state"] = tables["share_group_state"].where(
             ~late | (F.col("record_at") <= F.lit(datetime.fromtimestamp(FIRST_BURST_MS / 1000, UTC)))
         )
-    if night == 3:
+    if night == 4:
         tables["share_group_state"] = tables["share_group_state"].where(F.col("group_id") != FORGOTTEN)
     return tables
 
@@ -91,12 +96,15 @@ def load_night(spark, config, tables: dict[str, DataFrame]) -> None:
         new.write.format("delta").mode("append").save(table_location(spark, config.table(name)))
 
 
-def from_scratch(spark, tables: dict[str, DataFrame]) -> dict[str, list[str]]:
+def from_scratch(spark, config, tables: dict[str, DataFrame]) -> dict[str, list[str]]:
     states = share_state.share_partition_states(tables["share_group_state"]).localCheckpoint()
     names = share_state.share_topic_names(
         tables["consumer_group_records"], spark.createDataFrame([], ops.topic_ids_schema)
     )
-    built = {"share_partition_state": states, "share_lag": share_state.share_lag(states, tables[END_OFFSETS], names)}
+    built = {
+        "share_partition_state": states,
+        "share_lag": share_state.share_lag(states, tables[END_OFFSETS], names, **status_settings(config)),
+    }
     return {name: _rows(built[name].select(*SHARE_SCHEMAS[name].names)) for name in SHARE_SCHEMAS}
 
 
@@ -110,24 +118,49 @@ def run_step(spark, config) -> None:
     assert run.exit_code == 0, "the share backlog run failed; see its job_runs row"
 
 
-def test_nights_hold_what_one_build_from_scratch_gives(spark, spark_config, inputs, monkeypatch):
+@pytest.fixture(scope="module")
+def nights(spark, spark_config, inputs):
+    """Every night run, then --full: per night the tables held and the build from scratch, the nights
+    that continued, and the share-state rows each night's inputs held."""
     config = replace(spark_config, database=DATABASE, cluster=CAPTURE.cluster)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
-    continued = []
+    continued, held, expected, state_rows = [], [], [], []
     original = share_backlog_step.continue_share_backlog
-    monkeypatch.setattr(
-        share_backlog_step, "continue_share_backlog", lambda *args: continued.append(1) or original(*args)
-    )
-    lag_rows = []
-    for night in range(1, len(MOMENTS_MS) + 1):
-        tables = night_inputs(inputs, night)
-        load_night(spark, config, tables)
-        run_step(spark, config)
-        held = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
-        assert held == from_scratch(spark, tables), f"night {night}"
-        lag_rows.append(len(held["share_lag"]))
-    assert len(continued) == len(MOMENTS_MS) - 1, "a night started over instead of continuing"
-    assert 0 < lag_rows[0] < lag_rows[1] < lag_rows[2]
-
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(share_backlog_step, "continue_share_backlog", lambda *a: continued.append(1) or original(*a))
+        for night in range(1, len(MOMENTS_MS) + 1):
+            tables = night_inputs(inputs, night)
+            state_rows.append(tables["share_group_state"].count())
+            load_night(spark, config, tables)
+            run_step(spark, config)
+            held.append({name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS})
+            expected.append(from_scratch(spark, config, tables))
     run_step(spark, replace(config, full=True))
-    assert {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS} == held
+    after_full = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
+    return {"config": config, "held": held, "expected": expected, "continued": continued,
+            "state_rows": state_rows, "after_full": after_full}  # fmt: skip
+
+
+def test_nights_hold_what_one_build_from_scratch_gives(nights):
+    for night, (held, expected) in enumerate(zip(nights["held"], nights["expected"], strict=True), start=1):
+        assert held == expected, f"night {night}"
+    assert len(nights["continued"]) == len(MOMENTS_MS) - 1, "a night started over instead of continuing"
+    lag_rows = [len(held["share_lag"]) for held in nights["held"]]
+    assert 0 < lag_rows[0] < lag_rows[1] < lag_rows[2] < lag_rows[3]
+    state_rows = nights["state_rows"]
+    assert state_rows[SNAPSHOTS_ONLY_NIGHT - 1] == state_rows[SNAPSHOTS_ONLY_NIGHT - 2]
+
+
+def test_full_run_after_the_nights_changes_nothing(nights):
+    assert nights["after_full"] == nights["held"][-1]
+
+
+def test_current_share_lag_view_is_what_kafka_share_groups_printed_at_the_end(spark, nights):
+    """The last night holds the whole capture: the view's latest snapshot is the one taken just before
+    the tool ran."""
+    config = nights["config"]
+    spark.sql(view_statement("current_share_lag", config.database))
+    header, kafka_rows = described(CAPTURE)
+    rows = spark.table(config.table("current_share_lag")).where(F.col("cluster") == config.cluster).collect()
+    assert {row["observed_at"] for row in rows} == {CAPTURE.final_observed_at.replace(tzinfo=None)}
+    assert sorted(tuple(printed(row[PRINTED[name]]) for name in header) for row in rows) == sorted(kafka_rows)

@@ -129,9 +129,12 @@ def broker_lag(end_offset: Column, start_offset: Column, delivery_complete_count
     return F.when(computed >= 0, computed)
 
 
-def share_lag(states: DataFrame, end_offsets: DataFrame, names: DataFrame) -> DataFrame:
+def share_lag(
+    states: DataFrame, end_offsets: DataFrame, names: DataFrame, stuck_after_minutes: int, redelivery_limit: int
+) -> DataFrame:
     """share_partition_state + end-offset snapshots + topic names -> share_lag: at each snapshot of a
-    share partition's topic partition, the latest state record at or before it (none once deleted)."""
+    share partition's topic partition, the latest state record at or before it (none once deleted), and
+    the status rules over the snapshots before it."""
     keys = states.select(*SHARE_KEY).distinct().join(names, on=["cluster", "topic_id"], how="inner")
     state = F.struct(*[name for name in share_partition_state_schema.names if name not in SHARE_KEY])
     records = (
@@ -164,7 +167,7 @@ def share_lag(states: DataFrame, end_offsets: DataFrame, names: DataFrame) -> Da
         .where((F.col("kind") == 1) & F.col("in_force").isNotNull() & ~F.col("in_force.is_deleted"))
     )
     s = "in_force."
-    return evaluated.select(
+    rows = evaluated.select(
         *SHARE_KEY[:2], "topic", "partition", F.col("at").alias("observed_at"), "topic_id", "end_offset",
         F.when(F.col(s + "start_offset") >= 0, F.col(s + "start_offset")).alias("start_offset"),
         broker_lag(F.col("end_offset"), F.col(s + "start_offset"), F.col(s + "delivery_complete_count")).alias("lag"),
@@ -172,4 +175,33 @@ def share_lag(states: DataFrame, end_offsets: DataFrame, names: DataFrame) -> Da
         *[F.col(s + name).alias(name) for name in ("in_flight_count", "acknowledged_count", "archived_count")],
         F.col(s + "max_delivery_count").alias("max_delivery_count"),
         F.col(s + "recorded_at").alias("state_recorded_at"), F.col(s + "record_id").alias("state_record_id"),
-    ).select(*share_lag_schema.names)  # fmt: skip
+    )  # fmt: skip
+    return with_status(rows, stuck_after_minutes, redelivery_limit).select(*share_lag_schema.names)
+
+
+def with_status(rows: DataFrame, stuck_after_minutes: int, redelivery_limit: int) -> DataFrame:
+    """A backlog's stretch: consecutive snapshots of a share partition with a lag above 0 and one start
+    offset; it is stuck once it has lasted `stuck_after_minutes`."""
+    by_time = Window.partitionBy(*SHARE_KEY).orderBy("observed_at")
+    has_backlog = F.coalesce(F.col("lag") > 0, F.lit(False))
+    continues = (
+        has_backlog
+        & F.coalesce(F.lag("lag").over(by_time) > 0, F.lit(False))
+        & F.lag("start_offset").over(by_time).eqNullSafe(F.col("start_offset"))
+    )
+    stretch = F.sum(F.when(continues, 0).otherwise(1)).over(by_time.rowsBetween(Window.unboundedPreceding, 0))
+    since = F.min("observed_at").over(Window.partitionBy(*SHARE_KEY, "_stretch"))
+    stuck_after = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(stuck_after_minutes))
+    return (
+        rows.withColumn("_stretch", stretch)
+        .withColumn("backlog_since", F.when(has_backlog, since))
+        .withColumns(
+            {
+                "is_start_offset_stuck": F.coalesce(
+                    F.col("backlog_since") <= F.col("observed_at") - stuck_after, F.lit(False)
+                ),
+                "is_redelivery_storm": F.coalesce(F.col("max_delivery_count") > redelivery_limit, F.lit(False)),
+            }
+        )
+        .drop("_stretch")
+    )
