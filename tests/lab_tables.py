@@ -56,8 +56,19 @@ def all_captures() -> list[Capture]:
     return [Capture(path.parent) for path in sorted(CAPTURES.glob("*/*/scenario.json"))]
 
 
+_DECODED: dict[tuple, DataFrame] = {}
+
+
 def decoded_captures(spark: SparkSession, captures: list[Capture]) -> DataFrame:
-    """The captures' records as the ingest job reads them, decoded, each capture its own cluster."""
+    """The captures' records as the ingest job reads them, decoded, each capture its own cluster; decoded
+    once per session (the modules that read the same captures share it)."""
+    key = (id(spark), *(capture.path for capture in captures))
+    if key not in _DECODED:
+        _DECODED[key] = _decode(spark, captures)
+    return _DECODED[key]
+
+
+def _decode(spark: SparkSession, captures: list[Capture]) -> DataFrame:
     raw = None
     for capture in captures:
         config = load_config(overrides={"input": {"cluster": capture.cluster, "segment_paths": [str(capture.path)]}})
@@ -67,7 +78,7 @@ def decoded_captures(spark: SparkSession, captures: list[Capture]) -> DataFrame:
 
 
 def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, DataFrame]:
-    decoded = decoded_captures(spark, captures)
+    decoded = _decode(spark, captures)
     members = silver.explode_group_members(decoded)
     tables = {
         "offset_commits": materialized(silver.filter_offset_commits(decoded)),

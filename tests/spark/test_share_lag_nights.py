@@ -32,7 +32,7 @@ from schemas.share_gold import SHARE_SCHEMAS
 from schemas.silver import consumer_group_records_schema, share_group_state_schema
 from tests.delta_compare import canonical
 from tests.lab_tables import CAPTURES, Capture, decoded_captures
-from tests.spark.test_share_lag import PRINTED, described, printed
+from tests.spark.test_share_lag import PRINTED, SHARE_CAPTURES, described, printed
 from transforms import silver
 from transforms.gold import share_state
 
@@ -51,7 +51,7 @@ SILVER = {"share_group_state": share_group_state_schema, "consumer_group_records
 
 @pytest.fixture(scope="module")
 def inputs(spark):
-    decoded = decoded_captures(spark, [CAPTURE])
+    decoded = decoded_captures(spark, SHARE_CAPTURES).where(F.col("cluster") == CAPTURE.cluster)
     return {
         "share_group_state": silver.filter_share_group_state(decoded).localCheckpoint(),
         "consumer_group_records": silver.filter_consumer_group_records(decoded).localCheckpoint(),
