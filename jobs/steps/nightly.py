@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from jobs.config import Config, resolve_path
+from jobs.config import DEFAULT_ENV_FILE, REPO_ROOT, Config, resolve_path
 from jobs.kafka_security import capture_configured
 from jobs.runs import JobRun
 from jobs.steps.capture import capture
@@ -30,9 +30,18 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f" {counts.get('groups_rebuilt', 0):,} group(s) rebuilt",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
-        f"  query: ./spark-sql.sh -e 'SELECT * FROM {config.database}.group_health'",
+        f"  query: ./spark-sql.sh{_environment_option(config)} -e 'SELECT * FROM {config.database}.group_health'",
     ]
     return "\n".join(lines)
+
+
+def _environment_option(config: Config) -> str:
+    """The SQL shell opens conf/local.toml's warehouse and metastore unless told the run's own file."""
+    env_file = config.source_files[-1] if len(config.source_files) > 1 else DEFAULT_ENV_FILE
+    if env_file.resolve() == DEFAULT_ENV_FILE.resolve():
+        return ""
+    shown = env_file.resolve().relative_to(REPO_ROOT) if env_file.resolve().is_relative_to(REPO_ROOT) else env_file
+    return f" --conf {shown}"
 
 
 def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:

@@ -58,3 +58,12 @@ def test_the_sql_launchers_lock_only_the_embedded_metastore(tmp_path):
     locked, arguments = launch_arguments(hive_config(tmp_path, metastore="embedded"))
     assert locked == str(tmp_path / "warehouse")
     assert "jdbc:derby:" in conf_arguments(arguments)["spark.hadoop.javax.jdo.option.ConnectionURL"]
+
+
+def test_the_nightly_summary_opens_the_run_s_own_environment_in_the_sql_shell(tmp_path):
+    from jobs.steps.nightly import _environment_option
+
+    hive = tmp_path / "hive.toml"
+    hive.write_text('[storage]\nmetastore = "hive"\n\n[storage.hive]\nuris = "thrift://127.0.0.1:9083"\n')
+    assert _environment_option(load_config(hive)) == f" --conf {hive}"
+    assert _environment_option(load_config()) == ""  # conf/local.toml: the shell's default
