@@ -38,6 +38,8 @@ READ_AFTER = "offset_commits: written"
 # connections a second apart, one retry of the call (jobs/hive_metastore.py).
 FAILURE_BOUND_SECONDS = 150
 COMMAND_TIMEOUT_SECONDS = 300
+# On a bare machine the first start installs PostgreSQL (apt-get) and fetches the metastore from Maven Central.
+INSTALL_TIMEOUT_SECONDS = 900
 
 
 def environment_file(path: Path, uri: str, warehouse: Path) -> Path:
@@ -79,7 +81,7 @@ class MetastoreService:
         self.port, self.db_port = free_port(), free_port()
         self.uri = f"thrift://{LOOPBACK}:{self.port}"
 
-    def script(self, action: str) -> subprocess.CompletedProcess:
+    def script(self, action: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> subprocess.CompletedProcess:
         env = {
             **os.environ,
             PASSWORD_ENV: self.password,
@@ -88,7 +90,7 @@ class MetastoreService:
             "GROUPSCOPE_METASTORE_DIR": str(self.folder),
         }
         command = [str(REPO_ROOT / "scripts" / "metastore.sh"), action]
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_SECONDS)
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
 
     def texts(self) -> str:
         """Every file the service and its PostgreSQL wrote (logs, site file, data), and its command line."""
@@ -110,7 +112,7 @@ def shared(tmp_path_factory):
     folder = Path(tempfile.mkdtemp(prefix="groupscope-metastore-"))
     folder.chmod(0o755)
     service = MetastoreService(folder, secrets.token_urlsafe(18))
-    started = service.script("start")
+    started = service.script("start", INSTALL_TIMEOUT_SECONDS)
     assert started.returncode == 0, f"scripts/metastore.sh start failed:\n{started.stdout}\n{started.stderr}"
     answered_at_start = accepts_connections(service.port)  # start returns once the service answers
     warehouse = work / "warehouse"
