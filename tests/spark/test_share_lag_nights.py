@@ -83,7 +83,6 @@ def load_night(spark, config, tables: dict[str, DataFrame]) -> None:
     """The silver and ops tables brought to the night's rows: new ones appended, gone ones deleted."""
     for name, rows in tables.items():
         schema = ops.end_offsets_schema if name == END_OFFSETS else SILVER[name]
-        ensure_table(spark, config.table(name), schema, partition_by=("cluster",), change_feed=True)
         key = ["cluster", "topic", "partition", "observed_at"] if name == END_OFFSETS else ["cluster", "record_id"]
         held = spark.table(config.table(name))
         gone = held.join(rows, on=key, how="left_anti").select(*key).collect()
@@ -124,6 +123,8 @@ def nights(spark, spark_config, inputs):
     that continued, and the share-state rows each night's inputs held."""
     config = replace(spark_config, database=DATABASE, cluster=CAPTURE.cluster)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+    for name, schema in {**SILVER, END_OFFSETS: ops.end_offsets_schema}.items():
+        ensure_table(spark, config.table(name), schema, partition_by=("cluster",), change_feed=True)
     continued, held, expected, state_rows = [], [], [], []
     original = share_backlog_step.continue_share_backlog
     with pytest.MonkeyPatch.context() as patch:
