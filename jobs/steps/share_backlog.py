@@ -2,12 +2,13 @@
 snapshots) -> gold `share_partition_state` and `share_lag` (transforms/gold/share_state.py).
 
 Run at the end of the metrics step. The first run (and --full) builds the cluster's rows from scratch;
-later ones continue, noting in each commit the input versions covered (jobs/watermarks.py; share_lag is
-written last, its note is the step's). A night replays again every share partition whose records
-changed (inserted, or deleted by forget: the key's whole history, so late data lands where it belongs),
-or whose topic id got a name; and evaluates every share partition at the snapshots taken from the
-earliest changed snapshot of its topic partition on. Every other row is kept as it was: after any series
-of nights the tables equal one run from scratch over the same inputs.
+later ones continue, noting in each commit the input versions covered and the [share] settings
+(jobs/watermarks.py; share_lag is written last, its note is the step's; other settings start over). A
+night replays again every share partition whose records changed (inserted, or deleted by forget: the
+key's whole history, so late data lands where it belongs), or whose topic id got a name; and evaluates
+every share partition at the snapshots taken from the earliest changed snapshot of its topic partition
+on. Every other row is kept as it was: after any series of nights the tables equal one run from scratch
+over the same inputs. A night with no input changed writes nothing.
 """
 
 from __future__ import annotations
@@ -104,10 +105,19 @@ def share_backlog(spark: SparkSession, config: Config, run: JobRun) -> None:
         name: current_version(spark, config.table(name)) if spark.catalog.tableExists(config.table(name)) else -1
         for name in INPUTS
     }
-    commit_note = note(STEP, config.cluster, versions)
+    settings = status_settings(config)
+    commit_note = note(STEP, config.cluster, {**versions, **settings})
     covered = None
     if exists and not config.full:
         covered = covered_versions(spark, config.table(NOTE_TABLE), STEP, config.cluster)
+    if covered is not None and any(covered.get(name) != value for name, value in settings.items()):
+        run.progress(STEP, "the [share] settings changed: building the share backlog from scratch")
+        covered = None
+    if covered is not None and all(covered.get(name) == versions[name] for name in INPUTS):
+        # The tables are a function of these inputs and the settings: they would be written as they are.
+        run.progress(STEP, "no input changed since the versions the share tables cover")
+        _count(spark, config, run)
+        return
     if covered is not None and set(covered) >= set(INPUTS):
         try:
             changes = {name: _changes(spark, config, name, covered[name], versions[name]) for name in INPUTS}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import pytest
 from delta.tables import DeltaTable
@@ -27,6 +28,7 @@ from jobs.runs import JobRun
 from jobs.steps.share_backlog import share_backlog, status_settings
 from jobs.steps.views import view_statement
 from jobs.tables import END_OFFSETS, ensure_table, table_location
+from jobs.watermarks import current_version
 from schemas import ops
 from schemas.share_gold import SHARE_SCHEMAS
 from schemas.silver import consumer_group_records_schema, share_group_state_schema
@@ -136,10 +138,22 @@ def nights(spark, spark_config, inputs):
             run_step(spark, config)
             held.append({name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS})
             expected.append(from_scratch(spark, config, tables))
+    version = current_version(spark, config.table("share_lag"))
+    run_step(spark, config)  # the same night again
+    again = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
+    unwritten = current_version(spark, config.table("share_lag")) == version
     run_step(spark, replace(config, full=True))
     after_full = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
+    # A storm at the first redelivery (the capture redelivers records): a change of setting the inputs do
+    # not show.
+    share = {**config.section("share"), "redelivery_limit": 1}
+    resettled_config = replace(config, sections=MappingProxyType({**config.sections, "share": share}))
+    run_step(spark, resettled_config)
+    resettled = {name: _rows(spark.table(config.table(name))) for name in SHARE_SCHEMAS}
+    expected_resettled = from_scratch(spark, resettled_config, tables)
     return {"config": config, "held": held, "expected": expected, "continued": continued,
-            "state_rows": state_rows, "after_full": after_full}  # fmt: skip
+            "state_rows": state_rows, "after_full": after_full, "again": again, "unwritten": unwritten,
+            "resettled": resettled, "expected_resettled": expected_resettled}  # fmt: skip
 
 
 def test_nights_hold_what_one_build_from_scratch_gives(nights):
@@ -154,6 +168,14 @@ def test_nights_hold_what_one_build_from_scratch_gives(nights):
 
 def test_full_run_after_the_nights_changes_nothing(nights):
     assert nights["after_full"] == nights["held"][-1]
+
+
+def test_changed_share_settings_rebuild_the_tables(nights):
+    assert nights["resettled"] == nights["expected_resettled"] != nights["held"][-1]
+
+
+def test_a_night_with_nothing_new_writes_nothing(nights):
+    assert nights["again"] == nights["held"][-1] and nights["unwritten"]
 
 
 def test_current_share_lag_view_is_what_kafka_share_groups_printed_at_the_end(spark, nights):
