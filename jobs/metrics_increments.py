@@ -195,13 +195,19 @@ def continue_metrics(
         name: history_changes(spark, config, name, covered[name], versions[name]).localCheckpoint()
         for name in HISTORY_COLUMNS
     }
+    covered_last_day = day_of(covered[LAST_DAY])
+    changed = (commits_changed, snapshots_changed, *history_changed.values())
+    if config.run_date in (None, covered_last_day) and all(rows.isEmpty() for rows in changed):
+        # Every table is a function of these inputs and the last day (the run date, else carried), so each
+        # would be written again as it is. The note stays: the next night reads these empty changes again.
+        run.progress(STEP, "no input row changed since the versions the tables cover, and the same last day")
+        run.counts.update(metrics_group_partitions_continued=0, metrics_group_partitions_whole=0)
+        return
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     starts = metrics_carry.group_partition_starts(
         commits_changed, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
     ).localCheckpoint()
-    last_day = last_day_reached(
-        spark, config, day_of(covered[LAST_DAY]), commits_changed, history_changed["generations"]
-    )
+    last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
 
     lag_rows, status_rows, carry_rows = evaluate_group_partitions(
@@ -230,4 +236,4 @@ def continue_metrics(
     days_changed = metrics_carry.group_change_days(
         commits_changed, history_changed["generations"], history_changed["rebalances"], starts
     )
-    continue_group_daily(spark, config, run, days_changed, day_of(covered[LAST_DAY]), last_day, commit_note)
+    continue_group_daily(spark, config, run, days_changed, covered_last_day, last_day, commit_note)
