@@ -16,6 +16,9 @@ from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
 from jobs.steps.views import create_views
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
+from schemas.share_gold import SHARE_SCHEMAS
+
+SUMMARY_TABLES = (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES, *SHARE_SCHEMAS)
 
 
 def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
@@ -24,7 +27,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
     lines = [
         f"groupscope nightly: cluster {config.cluster!r}, database {config.database!r}, warehouse {config.warehouse}",
         f"  raw_records            {counts.get('raw_records', 0):>10,}",
-        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in (*SILVER_SCHEMAS, *HISTORY_TABLES, *METRICS_TABLES)),
+        *(f"  {name:<22} {counts.get(name, 0):>10,}" for name in SUMMARY_TABLES),
         f"  groups with commits    {groups:>10,}",
         f"  this run: {counts.get('records_decoded', 0):,} raw record(s) decoded,"
         f" {counts.get('groups_rebuilt', 0):,} group(s) rebuilt",
