@@ -167,6 +167,9 @@ def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFram
     is_forced = F.col("before_member_key").isNotNull() & (
         subscriptions.isNull() | ((F.size(subscriptions) > 0) & ~F.array_contains(subscriptions, F.col("topic")))
     )
+    per_topic = Window.partitionBy(*REBALANCE, "topic").rowsBetween(
+        Window.unboundedPreceding, Window.unboundedFollowing
+    )
     return (
         before.join(after, on=[*REBALANCE, "topic", "partition"], how="full")
         .join(keys, on=list(REBALANCE), how="inner")
@@ -174,11 +177,12 @@ def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFram
             {
                 "is_moved": F.coalesce(F.col("before_member_key") != F.col("after_member_key"), F.lit(False)),
                 "is_forced": F.coalesce(is_forced, F.lit(False)),
-                "is_topic_known_before": F.max(F.col("before_member_key").isNotNull()).over(
-                    Window.partitionBy(*REBALANCE, "topic").rowsBetween(
-                        Window.unboundedPreceding, Window.unboundedFollowing
-                    )
-                ),
+                "is_topic_known_before": F.max(F.col("before_member_key").isNotNull()).over(per_topic),
+                # Owned before by a member that stays and still subscribes to it, owned by nobody after, and
+                # so is every partition of its topic: the topic is gone (Kafka removes partitions only by
+                # deleting their topic). A partition merely between owners leaves the rest of its topic owned.
+                "is_topic_gone": ~F.max(F.col("after_member_key").isNotNull()).over(per_topic)
+                & F.max(F.col("before_member_key").isNotNull() & ~F.coalesce(is_forced, F.lit(False))).over(per_topic),
             }
         )
         .drop("after_subscriptions")
@@ -194,4 +198,5 @@ def movement_counts(changes: DataFrame) -> DataFrame:
         .cast("int")
         .alias("unassigned_partition_count"),
         F.max(is_new & F.col("is_topic_known_before")).alias("has_partitions_added"),
+        F.max(F.col("is_topic_gone")).alias("has_partitions_removed"),
     )

@@ -10,6 +10,9 @@ A KIP-848 member's session runs from its last heartbeat, and a commit may follow
 to one heartbeat interval (commits are not heartbeats there), so for those members the session
 timeout above is shortened by the heartbeat interval (both broker settings, not in the records).
 - longer: the records cannot tell (an idle member leaves no sign of life) -> 'unknown'.
+A share-group member commits no offset: its signs of life are the records its heartbeats made the
+coordinator write, the latest of which is the generation's anchor or the last member reaching its
+epoch (`before_reconciled_at`); and as no commit can follow them, the full session timeout applies.
 
 Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
 after it completes, so the gap in the group's commits around it - from its last commit at or before
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from transforms.gold.generations import INCARNATION, REBALANCE, member_key
+from transforms.gold.generations import GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
 from transforms.gold.offsets import OFFSET_KEY
 from transforms.gold.timeline import earliest_after, latest_at_or_before
 
@@ -78,11 +81,15 @@ def members_left(
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed rebalances (left_members, before_generation, ...) -> (rebalance, members_left: DEPARTUREs)."""
+    is_share = F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)
     left = rebalances.select(
         *REBALANCE,
         "before_generation",
         "join_completed_at",
-        "before_last_recorded_at",
+        F.when(is_share, F.greatest("before_last_recorded_at", "before_reconciled_at"))
+        .otherwise(F.col("before_last_recorded_at"))
+        .alias("before_last_recorded_at"),
+        is_share.alias("is_share"),
         F.explode("left_members").alias("m"),
     ).withColumn("member_key", member_key(F.col("m")))
     owned = assignments.select(
@@ -106,7 +113,9 @@ def members_left(
     last_seen = F.greatest("before_last_recorded_at", "last_commit_at")
     silent_ms = F.unix_millis("join_completed_at") - F.unix_millis(last_seen)
     timeout_ms = F.coalesce(F.col("m.session_timeout_ms"), F.lit(default_session_timeout_ms)).cast("long")
-    heartbeat_after_commit_ms = F.when(F.col("m.session_timeout_ms").isNull(), F.lit(default_heartbeat_interval_ms))
+    heartbeat_after_commit_ms = F.when(
+        F.col("m.session_timeout_ms").isNull() & ~F.col("is_share"), F.lit(default_heartbeat_interval_ms)
+    )
     how = (
         F.when(silent_ms < timeout_ms - F.coalesce(heartbeat_after_commit_ms, F.lit(0)), F.lit(HOW_CLEAN))
         .when(silent_ms <= timeout_ms + F.lit(departure_slack_ms), F.lit(HOW_TIMEOUT))

@@ -1,4 +1,5 @@
-"""KIP-848 consumer groups (record types 3-8, 16) rebuilt into the classic generation shape.
+"""KIP-848 consumer groups (record types 3-8, 16) and share groups (KIP-932, types 10-14) rebuilt into
+the classic generation shape.
 
 A KIP-848 group has no SyncGroup record. Its coordinator appends, in this order: member metadata
 (type 5) and a group-epoch bump (type 3) when membership or subscriptions change; the new target
@@ -8,13 +9,15 @@ group's members (latest type 5 of each live member) as of the type 6 record, the
 (current assignment, type 8) when the epoch ended, i.e. before the next type 6, and their target
 partitions (latest type 7). Members reconcile at different moments, and a newcomer targeted a crashed
 member's partitions owns them only once that member is fenced: ownership, not the target, is what
-moved (see transforms.gold.ownership). Members leave through tombstones of types 8, 7, 5; the group is deleted through a
-type 3 tombstone.
+moved (see transforms.gold.ownership). Members leave through tombstones of types 8, 7, 5; the group is
+deleted through a type 3 tombstone.
 
-Partitions are keyed by topic id. `topic_names` resolves ids to names from, in order of trust: the
-pre-4.1 partition metadata record (type 4), offset commits v4 (which carry the id), a topic-id table
-(user-provided or listed from the cluster), and, last, a group whose members all subscribe to exactly
-one topic name while its assignments name exactly one topic id.
+A share group's coordinator writes the same sequence under types 10-14 (SHARE_AS_CONSUMER_TYPES), so its
+records are read as their consumer twins and its generations carry group_protocol 'share'. Its members
+own their current assignment (type 14) as a consumer member owns type 8.
+
+Partitions are keyed by topic id; transforms.gold.topic_names names them (`topic_names` is re-exported
+here for the history job).
 """
 
 from __future__ import annotations
@@ -26,89 +29,37 @@ from schemas import gold
 from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
 from transforms.gold import ownership
 from transforms.gold.generations import (
-    GROUP,
     GROUP_PROTOCOL_CONSUMER,
+    GROUP_PROTOCOL_SHARE,
     INCARNATION,
     LOG_ORDER,
     with_generation_sequence,
     with_incarnation,
 )
 from transforms.gold.ownership import RECORD_CURRENT_MEMBER
+from transforms.gold.topic_names import SOURCE_UNRESOLVED
+from transforms.gold.topic_names import topic_names as topic_names  # re-exported: jobs.steps.history calls it
 
 RECORD_GROUP_EPOCH = 3
-RECORD_PARTITION_METADATA = 4
 RECORD_MEMBER_METADATA = 5
 RECORD_TARGET_EPOCH = 6
 RECORD_TARGET_MEMBER = 7
 CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
-MEMBER_STATE_STABLE = 0  # type 8 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
-
-SOURCE_PARTITION_METADATA = "partition_metadata"
-SOURCE_OFFSET_COMMIT = "offset_commit"
-SOURCE_SINGLE_SUBSCRIPTION = "single_subscription"
-SOURCE_UNRESOLVED = "unresolved"
-_TRUST = {SOURCE_PARTITION_METADATA: 1, SOURCE_OFFSET_COMMIT: 2, "user": 3, "cluster": 3, SOURCE_SINGLE_SUBSCRIPTION: 4}
+# Share groups (KIP-932) write the same epoch records under their own types, field for field what the
+# history reads (Kafka's ShareGroup*Value specs, 4.2.1 and 4.3.1): 11 ShareGroupMetadata (epoch, metadata
+# hash), 10 ShareGroupMemberMetadata (rack, client id and host, subscribed topic names: no instance id,
+# assignor or rebalance timeout), 12 ShareGroupTargetAssignmentMetadata (assignment epoch), 13 the target
+# per member and 14 ShareGroupCurrentMemberAssignment (member epochs, state, assigned partitions: no
+# pending revocation, a share partition is handed over without one). Read as their consumer twins.
+SHARE_AS_CONSUMER_TYPES = {11: RECORD_GROUP_EPOCH, 10: RECORD_MEMBER_METADATA, 12: RECORD_TARGET_EPOCH,
+                           13: RECORD_TARGET_MEMBER, 14: RECORD_CURRENT_MEMBER}  # fmt: skip
+MEMBER_STATE_STABLE = 0  # type 8/14 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 
 ANCHOR = (*INCARNATION, "generation", "anchor_offset")
 
 
 def _of_type(records: DataFrame, record_type: int) -> DataFrame:
     return records.where(F.col("record_type") == F.lit(record_type))
-
-
-def _single_subscription_names(records: DataFrame) -> DataFrame:
-    """Groups that subscribe to one topic name and are assigned one topic id: that id is that name."""
-    assigned_ids = (
-        records.where(F.col("record_type").isin(RECORD_TARGET_MEMBER, RECORD_CURRENT_MEMBER))
-        .select(*GROUP, F.explode("assigned_partitions.topic_id").alias("topic_id"))
-        .groupBy(*GROUP)
-        .agg(F.collect_set("topic_id").alias("topic_ids"))
-    )
-    subscribed = (
-        _of_type(records, RECORD_MEMBER_METADATA)
-        .where(~F.col("is_tombstone"))
-        .groupBy(*GROUP)
-        .agg(
-            F.array_distinct(F.flatten(F.collect_list(F.coalesce("subscribed_topic_names", F.array())))).alias("names"),
-            F.max(F.coalesce(F.length("subscribed_topic_regex") > 0, F.lit(False))).alias("has_regex"),
-        )
-    )
-    is_unambiguous = (F.size("topic_ids") == 1) & (F.size("names") == 1) & ~F.col("has_regex")
-    return (
-        assigned_ids.join(subscribed, on=list(GROUP), how="inner")
-        .where(is_unambiguous)
-        .select("cluster", F.col("topic_ids")[0].alias("topic_id"), F.col("names")[0].alias("topic"))
-        .withColumn("source", F.lit(SOURCE_SINGLE_SUBSCRIPTION))
-    )
-
-
-def topic_names(consumer_group_records: DataFrame, offset_commits: DataFrame, topic_ids: DataFrame) -> DataFrame:
-    """-> one row per known topic id: (cluster, topic_id, topic, topic_name_source), the most trusted source."""
-    from_metadata = (
-        _of_type(consumer_group_records, RECORD_PARTITION_METADATA)
-        .select("cluster", F.explode("topic_names").alias("t"))
-        .select("cluster", "t.topic_id", F.col("t.topic_name").alias("topic"), F.lit(SOURCE_PARTITION_METADATA))
-    )
-    # Distinct first: a broker that writes topic ids writes one with every commit.
-    from_commits = (
-        offset_commits.where(F.col("topic_id").isNotNull())
-        .select("cluster", "topic_id", "topic", F.lit(SOURCE_OFFSET_COMMIT))
-        .distinct()
-    )
-    candidates = (
-        from_metadata.toDF("cluster", "topic_id", "topic", "source")
-        .unionByName(from_commits.toDF("cluster", "topic_id", "topic", "source"))
-        .unionByName(topic_ids.select("cluster", "topic_id", "topic", "source"))
-        .unionByName(_single_subscription_names(consumer_group_records))
-        .where(F.col("topic_id").isNotNull() & F.col("topic").isNotNull())
-    )
-    trust = F.create_map(*[F.lit(item) for pair in _TRUST.items() for item in pair])
-    best = Window.partitionBy("cluster", "topic_id").orderBy(F.coalesce(trust[F.col("source")], F.lit(9)), "topic")
-    return (
-        candidates.withColumn("rank", F.row_number().over(best))
-        .where(F.col("rank") == 1)
-        .select("cluster", "topic_id", "topic", F.col("source").alias("topic_name_source"))
-    )
 
 
 def _latest_before(anchors: DataFrame, events: DataFrame, key: str) -> DataFrame:
@@ -214,12 +165,25 @@ def _by_member_id(left: Column, right: Column) -> Column:
     )
 
 
-def consumer_group_generations(consumer_group_records: DataFrame, topic_names: DataFrame) -> DataFrame:
-    """consumer_group_records (silver) + topic_names -> generations rows of KIP-848 groups."""
-    is_group_deletion = (F.col("record_type") == F.lit(RECORD_GROUP_EPOCH)) & F.col("is_tombstone")
-    records = with_incarnation(
-        consumer_group_records.where(F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES)), is_group_deletion
+def _as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
+    """KIP-848 and share records, share types renumbered as their consumer twins, + group_protocol."""
+    share_types = list(SHARE_AS_CONSUMER_TYPES)
+    as_consumer = F.create_map(*[F.lit(t) for pair in SHARE_AS_CONSUMER_TYPES.items() for t in pair])
+    is_share = F.col("record_type").isin(*share_types)
+    return consumer_group_records.where(
+        F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES, *share_types)
+    ).withColumns(
+        {
+            "group_protocol": F.when(is_share, F.lit(GROUP_PROTOCOL_SHARE)).otherwise(F.lit(GROUP_PROTOCOL_CONSUMER)),
+            "record_type": F.when(is_share, as_consumer[F.col("record_type")]).otherwise(F.col("record_type")),
+        }
     )
+
+
+def consumer_group_generations(consumer_group_records: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """consumer_group_records (silver) + topic_names -> generations rows of KIP-848 and share groups."""
+    is_group_deletion = (F.col("record_type") == F.lit(RECORD_GROUP_EPOCH)) & F.col("is_tombstone")
+    records = with_incarnation(_as_consumer_records(consumer_group_records), is_group_deletion)
     anchor_order = Window.partitionBy(*INCARNATION).orderBy("anchor_offset")
     last_of_epoch = Window.partitionBy(*INCARNATION, "assignment_epoch").orderBy(F.col("source_offset").desc())
     anchors = (
@@ -230,6 +194,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         .select(
             *INCARNATION,
             "source_partition",
+            "group_protocol",
             F.col("assignment_epoch").alias("generation"),
             F.col("source_offset").alias("anchor_offset"),
             F.col("record_at").alias("recorded_at"),
@@ -242,7 +207,7 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         ).alias("names")
     )
     members = (
-        _members_at_epochs(records, anchors, names)
+        _members_at_epochs(records, anchors.drop("group_protocol"), names)
         .transform(_with_reconciliation, records)
         .groupBy(*ANCHOR, "member")
         .agg(F.max("server_assignor").alias("server_assignor"), F.min("reached_at").alias("reached_at"))
@@ -266,8 +231,8 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         .select(
             *INCARNATION,
             "generation",
-            F.lit(GROUP_PROTOCOL_CONSUMER).alias("group_protocol"),
-            F.lit(GROUP_PROTOCOL_CONSUMER).alias("protocol_type"),
+            "group_protocol",
+            F.col("group_protocol").alias("protocol_type"),
             "assignor",
             F.lit(None).cast("string").alias("leader"),
             "join_completed_at",
@@ -284,8 +249,8 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
     deletions = records.where(F.col("is_deletion")).select(
         *INCARNATION,
         F.lit(None).cast("int").alias("generation"),
-        F.lit(GROUP_PROTOCOL_CONSUMER).alias("group_protocol"),
-        F.lit(GROUP_PROTOCOL_CONSUMER).alias("protocol_type"),
+        "group_protocol",
+        F.col("group_protocol").alias("protocol_type"),
         F.lit(None).cast("string").alias("assignor"),
         F.lit(None).cast("string").alias("leader"),
         F.lit(None).cast("timestamp").alias("join_completed_at"),

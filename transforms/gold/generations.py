@@ -17,6 +17,9 @@ from schemas import gold
 
 GROUP_PROTOCOL_CLASSIC = "classic"
 GROUP_PROTOCOL_CONSUMER = "consumer"
+GROUP_PROTOCOL_SHARE = "share"
+# Groups whose generations are target-assignment epochs and whose members own their current assignment.
+EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE)
 STATE_STABLE, STATE_EMPTY, STATE_DELETED = "stable", "empty", "deleted"
 
 LOG_ORDER = ("source_partition", "source_offset")
@@ -201,7 +204,7 @@ def classic_generations(group_metadata: DataFrame, group_members: DataFrame) -> 
 def explode_generation_assignments(generations: DataFrame) -> DataFrame:
     """generations -> one row per assigned partition, valid until the group's next generation.
 
-    KIP-848 rows follow the current assignment (type 8): a partition the member took during the epoch is
+    KIP-848 and share rows follow the current assignment (type 8, 14): a partition the member took during the epoch is
     assigned from that record, and one it released is valid until its release, which can fall before or
     after the next epoch's start (a fenced member's tombstone; a revocation still reconciling).
     """
@@ -236,7 +239,7 @@ def explode_generation_assignments(generations: DataFrame) -> DataFrame:
     is_kept = (same_owner_next["owner_key"] == F.col("owner_key")) & same_owner_next["owned_from"].eqNullSafe(
         F.col("held.owned_from")
     )
-    is_released = (F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CONSUMER)) & ~F.coalesce(is_kept, F.lit(False))
+    is_released = F.col("group_protocol").isin(*EPOCH_PROTOCOLS) & ~F.coalesce(is_kept, F.lit(False))
     return with_held.select(
         *INCARNATION,
         "generation",

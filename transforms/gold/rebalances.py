@@ -9,7 +9,9 @@ partition revoked in the first round and assigned in the second counts once. A s
 within its session timeout writes no new generation and is no rebalance. KIP-848 target-assignment
 epochs are each one (incremental) rebalance, except an epoch with a member whose topic regex the
 coordinator has not resolved yet (it subscribes to no topic name): the join completes in the next
-epoch, which resolves it, so the two are one rebalance, as the member sees it.
+epoch, which resolves it, so the two are one rebalance, as the member sees it. Share-group epochs
+(rebalance_protocol 'share') likewise, except a join epoch that targets nothing while the share partitions
+of the subscribed topics are being initialised: it and the next epoch, same members, are one rebalance.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from schemas import gold
 from transforms.gold import assignment_math, departures
 from transforms.gold.generations import (
     GROUP_PROTOCOL_CONSUMER,
+    GROUP_PROTOCOL_SHARE,
     INCARNATION,
     REBALANCE,
     STATE_DELETED,
@@ -29,13 +32,14 @@ from transforms.gold.generations import (
 )
 
 PROTOCOL_EAGER = departures.PROTOCOL_EAGER
-PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER = "cooperative", "consumer"
+PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER, PROTOCOL_SHARE = "cooperative", "consumer", "share"
 COOPERATIVE_ASSIGNORS = ("cooperative-sticky", "compatible", "sessioned")  # consumer; Connect (KIP-415, KIP-507)
 
 
 def rebalance_protocol(group_protocol: Column, assignor: Column) -> Column:
     return (
         F.when(group_protocol == F.lit(GROUP_PROTOCOL_CONSUMER), F.lit(PROTOCOL_CONSUMER))
+        .when(group_protocol == F.lit(GROUP_PROTOCOL_SHARE), F.lit(PROTOCOL_SHARE))
         .when(assignor.isin(*COOPERATIVE_ASSIGNORS), F.lit(PROTOCOL_COOPERATIVE))
         .otherwise(F.lit(PROTOCOL_EAGER))
     )
@@ -68,9 +72,22 @@ def _revoke_rounds(generations: DataFrame, assignments: DataFrame, round_gap_fal
     follows_in_time = (F.unix_millis(F.lead("recorded_at").over(order)) - F.unix_millis("recorded_at")) <= round_gap_ms
     protocol = rebalance_protocol(F.col("group_protocol"), F.col("assignor"))
     awaits_regex = F.exists("members", lambda m: F.size(F.coalesce(m["subscribed_topics"], F.array())) == 0)
+    # A share group's coordinator assigns a topic's partitions only once the share coordinator has
+    # initialised their state (type 15 moves the topic from initializing to initialized): the epoch a
+    # member joins in can target nothing, and the next, with the same members, completes the join.
+    awaits_share_partitions = F.forall(
+        "members",
+        lambda m: (
+            (F.size(F.coalesce(m["target_partitions"], F.array())) == 0)
+            & (F.size(F.coalesce(m["subscribed_topics"], F.array())) > 0)
+        ),
+    ) & F.lead(F.array_sort(_member_keys(F.col("members")))).over(order).eqNullSafe(
+        F.array_sort(_member_keys(F.col("members")))
+    )
     is_revoke_round = (
         ((protocol == F.lit(PROTOCOL_COOPERATIVE)) & (F.coalesce("revoked_pending", F.lit(0)) > 0))
         | ((protocol == F.lit(PROTOCOL_CONSUMER)) & awaits_regex)
+        | ((protocol == F.lit(PROTOCOL_SHARE)) & (F.size("members") > 0) & awaits_share_partitions)
     ) & F.coalesce(follows_in_time, F.lit(False))
     return live.join(pending, on=list(REBALANCE), how="left").withColumn("is_revoke_round", is_revoke_round)
 
@@ -104,6 +121,7 @@ def _logical_rebalances(rounds: DataFrame) -> DataFrame:
         F.lag("last_recorded_at").over(before).alias("before_last_recorded_at"),
         F.lag("recorded_at").over(before).alias("before_recorded_at"),
         F.lag("assignor").over(before).alias("before_assignor"),
+        F.lag("reconciled_at").over(before).alias("before_reconciled_at"),
     ).where(F.col("before_generation").isNotNull() | (F.size("members") > 0))
 
 
@@ -165,6 +183,7 @@ def _causes(rebalances: DataFrame) -> Column:
         (F.lit("member_joined"), F.size("members_joined") > 0),
         (F.lit("subscription_changed"), F.col("is_subscription_changed")),
         (F.lit("partitions_added"), F.coalesce("has_partitions_added", F.lit(False))),
+        (F.lit("partitions_removed"), F.coalesce("has_partitions_removed", F.lit(False))),
     ]
     found = F.filter(F.array(*[F.when(condition, name) for name, condition in candidates]), lambda c: c.isNotNull())
     return F.when(F.size(found) > 0, found).otherwise(F.array(F.lit("unknown")))

@@ -5,8 +5,8 @@ is computed from that group's own silver records, plus two inputs read across gr
 - offset commits, read only around the group's rebalances: `departures.members_left` looks for the latest
   commit at or before a rebalance's join; `departures.pause_estimates` (eager rebalances) for the latest
   commit at or before the join and the earliest one after completion;
-- the topic-id -> name map of KIP-848 groups (`epochs.topic_names`: every group's records and commits,
-  and the topic_ids table).
+- the topic-id -> name map of KIP-848 and share groups (`topic_names.topic_names`: every group's records
+  and commits, and the topic_ids table).
 
 So a group's history changes only when (1) one of its group records changed (inserted, updated or
 deleted: late data and `forget` too); (2) a changed commit of it lies where one of its rebalances looks
@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from transforms.gold.departures import PROTOCOL_EAGER
-from transforms.gold.epochs import SOURCE_UNRESOLVED
-from transforms.gold.generations import GROUP, GROUP_PROTOCOL_CONSUMER, INCARNATION
+from transforms.gold.generations import EPOCH_PROTOCOLS, GROUP, INCARNATION
+from transforms.gold.topic_names import SOURCE_UNRESOLVED
 
 
 def groups_of(rows: DataFrame) -> DataFrame:
@@ -105,8 +105,8 @@ def groups_with_commits_seen_by_rebalances(
 
 
 def _named_topic_ids(generations: DataFrame) -> DataFrame:
-    """KIP-848 generations -> (group, topic_id, topic, topic_name_source): every name their members show."""
-    members = generations.where(F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CONSUMER)).select(
+    """KIP-848 and share generations -> (group, topic_id, topic, topic_name_source): every name their members show."""
+    members = generations.where(F.col("group_protocol").isin(*EPOCH_PROTOCOLS)).select(
         *GROUP, F.explode("members").alias("m")
     )
     named = members.select(
@@ -119,7 +119,7 @@ def _named_topic_ids(generations: DataFrame) -> DataFrame:
 
 
 def groups_with_renamed_topics(generations: DataFrame, topic_names: DataFrame) -> DataFrame:
-    """KIP-848 groups whose generations name a topic id otherwise than `topic_names` (epochs.topic_names,
+    """KIP-848 and share groups whose generations name a topic id otherwise than `topic_names` (epochs.topic_names,
     over the cluster's silver as it is now) does: an unresolved id now resolved, a more trusted source."""
     names = topic_names.select("cluster", "topic_id", F.col("topic").alias("new_topic"), "topic_name_source")
     used = _named_topic_ids(generations).withColumnRenamed("topic_name_source", "used_source")
