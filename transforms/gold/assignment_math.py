@@ -139,8 +139,34 @@ def skew(changes: DataFrame, after_members: DataFrame) -> DataFrame:
     return overall.join(by_topic_map, on=list(REBALANCE), how="left")
 
 
+def _paired_owners(before: DataFrame, after: DataFrame, owner: list[str]) -> DataFrame:
+    """(rebalance, topic, partition) owners before and after, paired: an owner that keeps the partition
+    with itself, then the owners that lost it with those that took it, in member-key order, one to one
+    (the rest alone). A partition has one owner at a time except in a share group with more members than
+    partitions, where several members share it: pairing owner to owner counts a move per owner that
+    changed, not one per combination."""
+    on_partition = [*REBALANCE, "topic", "partition"]
+    same = before.withColumn("_owner", F.col("before_member_key")).join(
+        after.withColumn("_owner", F.col("after_member_key")), on=[*on_partition, "_owner"], how="full"
+    )
+    is_kept = F.col("before_member_key").isNotNull() & F.col("after_member_key").isNotNull()
+    is_leaver = F.col("after_member_key").isNull()
+    rank = F.row_number().over(Window.partitionBy(*on_partition, is_leaver).orderBy("_owner"))
+    changing = same.where(~is_kept).withColumn("_rank", rank)
+    paired = (
+        changing.where(is_leaver)
+        .select(*on_partition, "_rank", *[f"before_{name}" for name in owner])
+        .join(
+            changing.where(~is_leaver).select(*on_partition, "_rank", *[f"after_{name}" for name in owner]),
+            on=[*on_partition, "_rank"],
+            how="full",
+        )
+    )
+    return same.where(is_kept).drop("_owner").unionByName(paired.drop("_rank"))
+
+
 def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFrame:
-    """One row per (rebalance, topic, partition) owned before or after, with both owners."""
+    """One row per (rebalance, topic, partition, owner pair) owned before or after, with both owners."""
     owner = ["member_key", "member_id", "group_instance_id", "client_id", "client_host"]
     keys = rebalances.select(
         *REBALANCE,
@@ -171,7 +197,7 @@ def partition_changes(rebalances: DataFrame, assignments: DataFrame) -> DataFram
         Window.unboundedPreceding, Window.unboundedFollowing
     )
     return (
-        before.join(after, on=[*REBALANCE, "topic", "partition"], how="full")
+        _paired_owners(before, after, owner)
         .join(keys, on=list(REBALANCE), how="inner")
         .withColumns(
             {

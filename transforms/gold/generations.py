@@ -233,12 +233,12 @@ def explode_generation_assignments(generations: DataFrame) -> DataFrame:
     with_held = exploded.withColumns(
         {"held": held, "owner_key": member_key(F.col("m")), "topic": F.col("assigned.topic")}
     )
-    same_owner_next = F.lead(F.struct("owner_key", F.col("held.owned_from").alias("owned_from"))).over(
-        Window.partitionBy(*INCARNATION, "topic", "partition").orderBy("generation")
+    # The owner's next row for the partition (share partitions can have several owners at once): the
+    # holding goes on there when it is the same holding, and that row takes over.
+    same_owner_next = F.lead(F.struct(F.col("held.owned_from").alias("owned_from"))).over(
+        Window.partitionBy(*INCARNATION, "topic", "partition", "owner_key").orderBy("generation")
     )
-    is_kept = (same_owner_next["owner_key"] == F.col("owner_key")) & same_owner_next["owned_from"].eqNullSafe(
-        F.col("held.owned_from")
-    )
+    is_kept = same_owner_next.isNotNull() & same_owner_next["owned_from"].eqNullSafe(F.col("held.owned_from"))
     is_released = F.col("group_protocol").isin(*EPOCH_PROTOCOLS) & ~F.coalesce(is_kept, F.lit(False))
     return with_held.select(
         *INCARNATION,
