@@ -5,7 +5,8 @@ stopped, and snapshotted the end offsets at that moment (the last of the capture
 partition Kafka listed, the gold tables at that snapshot must give the same committed offset, end
 offset, lag and current owner (member id, host, client id); and they must list no partition Kafka did
 not. Streams groups are not consumer groups to kafka-consumer-groups, so they are left out of both
-sides (their oracle is kafka-streams-groups, not compared here yet).
+sides (their oracle is kafka-streams-groups, not compared here yet); nor are share groups (their oracle,
+kafka-share-groups --describe --members, is compared in tests/spark/test_share_history.py).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def tables_describe(lab, capture: Capture) -> dict[tuple[str, str, int], tuple]:
     deleted_groups = latest.where(F.col("state") == F.lit("deleted")).select("group_id")
     owners = (
         lab["generation_assignments"]
-        .where(cluster & F.col("valid_until").isNull())
+        .where(cluster & F.col("valid_until").isNull() & (F.col("group_protocol") != F.lit("share")))
         .select("group_id", "topic", "partition", "member_id", "client_host", "client_id")
     )
     lag = (
