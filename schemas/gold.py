@@ -24,9 +24,10 @@ from pyspark.sql.types import (
 from schemas.columns import column
 
 # Fields of structs held in arrays are nullable: Delta does not enforce NOT NULL inside arrays.
-# Partitions assigned to a member, by topic. KIP-848 assignments name topics by id: `topic` is the
-# resolved name where known (else the id), `topic_name_source` says where the name came from:
-# partition_metadata | offset_commit | user | cluster | single_subscription | unresolved.
+# Partitions assigned to a member, by topic. KIP-848 and share assignments name topics by id: `topic` is
+# the resolved name where known (else the id), `topic_name_source` says where the name came from:
+# partition_metadata | share_partition_metadata | offset_commit | user | cluster | single_subscription |
+# unresolved.
 ASSIGNED_PARTITIONS = ArrayType(
     StructType(
         [
@@ -45,7 +46,7 @@ _GROUP_KEY = [
     column("incarnation", IntegerType(), False),
 ]
 
-# KIP-848 only: one partition a member owned in an epoch, from the current-assignment (type 8) record
+# KIP-848 and share only: one partition a member owned in an epoch, from the current-assignment (type 8, 14) record
 # that first held it (`owned_from`) to the member's first record without it or its tombstone
 # (`owned_until`, null while held). Pending revocation still counts as owned.
 OWNERSHIP = StructType(
@@ -86,18 +87,19 @@ STATIC_REPLACEMENT = StructType(
 )
 
 # gold: one generation of a classic group (type 2 records) or one target-assignment epoch of a KIP-848
-# group (types 3-8), or one deletion (state 'deleted', generation null). Key: cluster, group_id,
-# incarnation, generation. A static member replaced within its session timeout rewrites the same
-# generation: it is listed in `static_replacements`, not counted as a rebalance.
+# group (types 3-8) or of a share group (KIP-932, types 10-14), or one deletion (state 'deleted',
+# generation null). Key: cluster, group_id, incarnation, generation. A static member replaced within its
+# session timeout rewrites the same generation: it is listed in `static_replacements`, not counted as a
+# rebalance.
 generations_schema = StructType(
     [
         *_GROUP_KEY,
         column("generation", IntegerType()),
-        column("group_protocol", StringType(), False),  # classic | consumer (KIP-848)
+        column("group_protocol", StringType(), False),  # classic | consumer (KIP-848) | share (KIP-932)
         column("state", StringType(), False),  # stable | empty | deleted
         column("previous_generation", IntegerType()),
         column("skipped_generation_count", IntegerType()),  # rounds that never completed (no record written)
-        column("protocol_type", StringType()),  # classic: consumer, connect, ...; KIP-848: consumer
+        column("protocol_type", StringType()),  # classic: consumer, connect, ...; KIP-848: consumer; share
         column("assignor", StringType()),  # classic: the chosen protocol; KIP-848: the server assignor if named
         column("leader", StringType()),
         column("join_completed_at", TimestampType()),  # classic: currentStateTimestamp; KIP-848: group epoch bump
@@ -167,7 +169,7 @@ rebalances_schema = StructType(
         column("previous_generation", IntegerType()),
         column("first_round_generation", IntegerType(), False),
         column("group_protocol", StringType(), False),
-        column("rebalance_protocol", StringType(), False),  # eager | cooperative | consumer (KIP-848 incremental)
+        column("rebalance_protocol", StringType(), False),  # eager | cooperative | consumer (KIP-848) | share
         column("assignor", StringType()),
         column("join_completed_at", TimestampType()),  # end of the (first) join phase
         column("completed_at", TimestampType(), False),  # the record of the final round
