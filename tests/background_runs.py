@@ -33,6 +33,7 @@ from jobs.locks import EXIT_BUSY
 from tests import log_cuts
 from tests.conftest import REPO_ROOT
 from tests.kill import progress_lines, run_until_progress_line
+from tests.small_data import SMALL_DATA_SPARK_CONF, toml_lines
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 LOOPBACK = "127.0.0.1"
@@ -47,16 +48,22 @@ POLL_SECONDS = 0.5
 LIVE_LOG = "quickstart-log"  # beside the runs' work directories: <live>/segments, <live>/end_offsets
 
 
-def test_environment(live: Path) -> str:
-    """A small capture on a small machine: few shuffle partitions. No web UI: runs side by side would
-    otherwise compete for port 4040 and up. The log's end-offset snapshots are loaded, so lag and status
-    are computed and compared too."""
+# The README's nightly (the local run) keeps the shipped settings' compiled expressions, so the suite runs
+# the production path too; it only leaves out the web UI and uses few shuffle partitions.
+README_RUN_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+}
+
+
+def test_environment(live: Path, spark_conf: dict[str, str]) -> str:
+    """A small capture with `spark_conf` (no web UI in any: runs side by side would otherwise compete for
+    port 4040 and up). The log's end-offset snapshots are loaded, so lag and status are computed and
+    compared too."""
     return f"""\
 [spark.conf]
-"spark.sql.shuffle.partitions" = "2"
-"spark.default.parallelism" = "2"
-"spark.ui.enabled" = "false"
-
+{toml_lines(spark_conf)}
 [end_offsets]
 files = [{json.dumps(str(live / "end_offsets"))}]
 """
@@ -169,11 +176,13 @@ def spark_environment(workdir: Path) -> dict[str, str]:
     return environment
 
 
-def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
+def nightly_command(
+    workdir: Path, master: str | None = None, spark_conf: dict[str, str] = SMALL_DATA_SPARK_CONF
+) -> list[str]:
     """`./spark-submit.sh [--master URL] nightly` on the live log into a warehouse of its own in `workdir`."""
     live = live_log(workdir)
     environment_file = workdir / "test.toml"
-    environment_file.write_text(test_environment(live))
+    environment_file.write_text(test_environment(live, spark_conf))
     return [
         str(REPO_ROOT / "spark-submit.sh"),
         *(["--master", master] if master else []),
@@ -191,9 +200,9 @@ def nightly_command(workdir: Path, master: str | None = None) -> list[str]:
     ]
 
 
-def start_nightly(workdir: Path, master: str | None) -> NightlyRun:
+def start_nightly(workdir: Path, master: str | None, spark_conf: dict[str, str] = SMALL_DATA_SPARK_CONF) -> NightlyRun:
     name = f"nightly on {master or 'the local master'}"
-    command = nightly_command(workdir, master)
+    command = nightly_command(workdir, master, spark_conf)
     return NightlyRun(
         Process.start(name, command, workdir / "nightly.log", spark_environment(workdir)), workdir / "warehouse"
     )
@@ -208,8 +217,9 @@ def local_nightly_run(tmp_path_factory) -> NightlyRun:
     minutes on a small machine)."""
     if CLUSTER not in _local_runs:
         workdir = tmp_path_factory.mktemp("local-nightly")
-        run = start_nightly(workdir, master=None)
-        command, environment = nightly_command(workdir), spark_environment(workdir)
+        run = start_nightly(workdir, master=None, spark_conf=README_RUN_SPARK_CONF)
+        command = nightly_command(workdir, spark_conf=README_RUN_SPARK_CONF)
+        environment = spark_environment(workdir)
         run.rival = Process.start("rival nightly", command, workdir / "rival.log", environment)
         _local_runs[CLUSTER] = run
     return _local_runs[CLUSTER]

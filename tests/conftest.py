@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.small_data import SMALL_DATA_SPARK_CONF
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Real __consumer_offsets data from public repositories (a copy of shared/fixtures/public; see MANIFEST.tsv).
 PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
@@ -42,15 +44,7 @@ def spark_config(warehouse):
             "catalog": {"database": "groupscope_test"},
             "spark": {
                 "conf": {
-                    # The suite's tables hold tens to thousands of rows: one task per shuffle, and plans
-                    # interpreted rather than compiled (the history and metrics plans are large and each
-                    # runs once). Measured on an in-process nightly of the quickstart capture: 280 s
-                    # against 513 s with Spark's defaults. The background spark-submit runs keep
-                    # code generation, so the production path is exercised too.
-                    "spark.sql.shuffle.partitions": "1",
-                    "spark.sql.codegen.wholeStage": "false",
-                    "spark.ui.enabled": "false",
-                    "spark.default.parallelism": "2",
+                    **SMALL_DATA_SPARK_CONF,
                     # One session serves the whole suite, which now holds the incremental nights' many Delta
                     # tables and checkpoints too: at the default 1 GiB the CI run ran out of heap (18 errors).
                     "spark.driver.memory": "3g",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
+from tests.small_data import toml_lines
 
 BUCKET = "groupscope"
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "GROUPSCOPE_S3_ACCESS_KEY", "GROUPSCOPE_S3_SECRET_KEY"
@@ -98,12 +99,7 @@ access_key_env = "{ACCESS_KEY_ENV}"
 secret_key_env = "{SECRET_KEY_ENV}"
 
 [spark.conf]
-# A few hundred rows: one task per shuffle, plans interpreted (as the test session, tests/conftest.py).
-"spark.sql.shuffle.partitions" = "1"
-"spark.sql.codegen.wholeStage" = "false"
-"spark.default.parallelism" = "2"
-"spark.ui.enabled" = "false"
-"spark.hadoop.fs.s3a.connection.establish.timeout" = "15s"
+{toml_lines()}"spark.hadoop.fs.s3a.connection.establish.timeout" = "15s"
 "spark.hadoop.fs.s3a.connection.request.timeout" = "30s"
 "spark.hadoop.fs.s3a.attempts.maximum" = "2"
 "spark.hadoop.fs.s3a.retry.limit" = "2"

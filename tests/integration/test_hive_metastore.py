@@ -29,6 +29,7 @@ from tests.conftest import REPO_ROOT
 from tests.integration.test_thriftserver import accepts_connections
 from tests.kill import progress_lines
 from tests.s3_runs import SAMPLE, Run, free_port
+from tests.small_data import toml_lines
 
 DATABASE = "groupscope_hive"
 PASSWORD_ENV = "GROUPSCOPE_METASTORE_DB_PASSWORD"
@@ -57,12 +58,7 @@ uris = "{uri}"
 timeout_s = 10
 
 [spark.conf]
-# A few hundred rows: one task per shuffle, plans interpreted (as the test session, tests/conftest.py).
-"spark.sql.shuffle.partitions" = "1"
-"spark.sql.codegen.wholeStage" = "false"
-"spark.default.parallelism" = "2"
-"spark.ui.enabled" = "false"
-
+{toml_lines()}
 [input]
 cluster = "sample"
 segment_paths = [{json.dumps(str(SAMPLE / "segments"))}]

@@ -1,0 +1,26 @@
+"""The Spark settings of every run the suite makes, in its own session or through spark-submit.
+
+The suite's tables hold tens to thousands of rows, so a run's cost is planning and per-query overhead,
+not data: one task per shuffle, and expressions interpreted rather than compiled (compiling the large
+history and metrics plans' expressions was a third of the JVM's CPU for a 170-record nightly; measured
+with JFR). Delta replays each table's small log with one task. The README's own commands run with the
+shipped settings, so the compiled path is exercised too (tests/integration/test_sql_views.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+SMALL_DATA_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+}
+
+
+def toml_lines(settings: dict[str, str] = SMALL_DATA_SPARK_CONF) -> str:
+    """`settings` as lines of a `[spark.conf]` table."""
+    return "".join(f"{json.dumps(key)} = {json.dumps(value)}\n" for key, value in settings.items())
