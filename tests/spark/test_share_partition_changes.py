@@ -2,7 +2,8 @@
 
 A share group with more members than partitions gives a partition to several members at once (Kafka's
 share assignor). Tiny hand-made assignments: p0 is held by A and B, then by A and C; p1 by A, then by
-nobody (with B left too); p2 by nobody, then by C. One move (B -> C on p0), whatever the owners' order.
+nobody (with B left too); p2 by nobody, then by C. One move (B -> C on p0), whatever the owners' order;
+minimal moves are only bounded from below (the forced one: B left) when a partition is shared.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def test_a_shared_partition_counts_one_move_per_owner_that_changed(spark):
     counts = assignment_math.movement_counts(changes).first()
     assert (counts.moved_partition_count, counts.newly_assigned_partition_count) == (1, 1)
     assert counts.unassigned_partition_count == 1
+    after_members = spark.createDataFrame(
+        [("c", "g", 0, 2, m, ["t"]) for m in ("A", "C")], f"{KEY}, member_key string, subscribed_topics array<string>"
+    )
+    minimal = assignment_math.minimal_moves(changes, after_members).first()
+    assert (minimal.minimal_moves, minimal.minimal_moves_method) == (1, "lower_bound")  # B left: a forced move
 
 
 def test_owners_of_one_partition_pair_in_member_order(spark):

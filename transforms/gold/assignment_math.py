@@ -21,6 +21,8 @@ an owner before is a move unless it stays with that owner.
 - Several classes, each topic subscribed by one class only: the same, exactly, class by class.
 - Classes sharing topics: a lower bound, the forced moves (the previous owner left the group or no
   longer subscribes to the topic); `minimal_moves_method` = 'lower_bound'.
+- A partition held by several members after the rebalance (a share group with more members than
+  partitions): balance is no longer one owner per partition, so also the lower bound.
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ def _with_topic_class(changes: DataFrame, after_members: DataFrame) -> DataFrame
 
 def minimal_moves(changes: DataFrame, after_members: DataFrame) -> DataFrame:
     """(rebalance) -> minimal_moves, minimal_moves_method."""
-    universe = _with_topic_class(changes.where(F.col("after_member_key").isNotNull()), after_members)
+    owners_after = Window.partitionBy(*REBALANCE, "topic", "partition")
+    universe = _with_topic_class(changes.where(F.col("after_member_key").isNotNull()), after_members).withColumn(
+        "is_shared", F.count(F.lit(1)).over(owners_after) > 1
+    )
     is_class_member = F.try_element_at("member_classes", F.col("before_member_key")) == F.col("topic_class")
     owners = universe.groupBy(
         *REBALANCE,
@@ -77,14 +82,18 @@ def minimal_moves(changes: DataFrame, after_members: DataFrame) -> DataFrame:
         "class_size",
         "before_member_key",
         F.coalesce(is_class_member, F.lit(False)).alias("keeps"),
-    ).agg(F.count(F.lit(1)).alias("c"), F.sum(F.col("is_forced").cast("int")).alias("forced"))
+    ).agg(
+        F.count(F.lit(1)).alias("c"),
+        F.sum(F.col("is_forced").cast("int")).alias("forced"),
+        F.max("is_shared").alias("is_shared"),
+    )
     in_class = Window.partitionBy(*REBALANCE, "topic_class")
     n = F.sum("c").over(in_class.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
     k = F.when(F.col("keeps"), F.col("c")).otherwise(F.lit(0))
     rank = F.row_number().over(in_class.orderBy(k.desc(), F.col("before_member_key")))
     target = F.floor(n / F.col("class_size")) + F.when(rank <= n % F.col("class_size"), 1).otherwise(0)
     kept = F.when(F.col("class_size") > 0, F.least(k, target)).otherwise(F.lit(0))
-    is_exact = F.bool_and(F.col("topic_class").isNotNull() & (F.col("class_size") > 0))
+    is_exact = F.bool_and(F.col("topic_class").isNotNull() & (F.col("class_size") > 0) & ~F.col("is_shared"))
     prior = F.sum(F.when(F.col("before_member_key").isNotNull(), F.col("c")).otherwise(0))
     return (
         owners.withColumn("kept", kept)
