@@ -26,8 +26,15 @@ set -- ${args[@]+"${args[@]}"}
 job="${1:-}"
 if [[ -z "$job" || "$job" == -* ]]; then (cd "$root" && exec "$root/.venv/bin/python" -m jobs "$@"); exit $?; fi
 shift
+remote=""
 if [[ " $* " != *" --help "* && " $* " != *" -h "* ]]; then
-  (cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@") || exit $?
+  remote="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
+fi
+# spark.remote set (docs/connect.md): the job is a Spark Connect client; the server runs Spark, so no JVM starts here.
+if [[ "$remote" == "remote "* ]]; then
+  cd "$root"
+  export GROUPSCOPE_HOME="$root"
+  exec "$root/.venv/bin/python" -m "jobs.$job" "$@"
 fi
 
 mkdir -p "$root/build" "$root/logs"

@@ -30,7 +30,9 @@ def check(job: str, argv: Sequence[str]) -> int:
     if job not in JOBS:
         print(f"groupscope: {job!r} is not a job; the jobs are: {', '.join(JOBS)}", file=sys.stderr)
         return EXIT_USAGE
-    parse_config(argv, f"groupscope {job}", job=job)
+    config = parse_config(argv, f"groupscope {job}", job=job)
+    if config.remote:  # the launcher then runs the job as a Spark Connect client, with no JVM of its own
+        print(f"remote {config.remote}")
     return 0
 
 

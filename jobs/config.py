@@ -82,6 +82,8 @@ class Config:
     warehouse: str = ""
     # Rebuild every derived table from what raw_records holds, instead of continuing from the tables.
     full: bool = False
+    # "sc://host:port": the jobs run through that Spark Connect server (jobs/connect.py), not a driver of their own.
+    remote: str = ""
     source_files: tuple[Path, ...] = field(default=())
     # Every merged section, for the jobs whose settings live in their own section ([gold], [capture], ...).
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -136,6 +138,7 @@ def load_config(
         warehouse=warehouse,
         metastore=storage["metastore"],
         master=merged["spark"]["master"],
+        remote=merged["spark"].get("remote", ""),
         spark_conf={str(key): str(value) for key, value in merged["spark"].get("conf", {}).items()},
         cluster=inputs["cluster"],
         segment_paths=tuple(resolve_path(path) for path in inputs["segment_paths"]),
@@ -209,11 +212,13 @@ def check_inputs(config: Config) -> None:
         if "://" not in path and not Path(path).exists():
             raise ConfigError(f"{setting}: {path} does not exist; give an existing file or directory")
     # Imported here: both modules build on this one.
+    from jobs.connect import check_remote_settings
     from jobs.hive_metastore import check_metastore_settings
     from jobs.object_store import check_credentials
 
     check_credentials(config)
     check_metastore_settings(config)
+    check_remote_settings(config)
 
 
 def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:

@@ -88,10 +88,7 @@ def lock_path(config: Config) -> str:
 
 class RunLock:
     def __init__(self, spark: SparkSession, config: Config, run_id: str, job: str) -> None:
-        jvm = spark.sparkContext._jvm
-        self._path = jvm.org.apache.hadoop.fs.Path(lock_path(config))
-        self._fs = self._path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        self._io_utils = jvm.org.apache.commons.io.IOUtils
+        self._path, self._fs = self._open_store(spark, lock_path(config))
         self._config = config
         max_age = config.section("jobs").get("lock_max_age_minutes", DEFAULT_MAX_AGE_MINUTES)
         self._max_age = timedelta(minutes=int(max_age))
@@ -100,6 +97,13 @@ class RunLock:
         # A refused run records its refusal in job_runs, except on S3: there that Delta commit would be
         # made without the lock, beside the holder's commits, which S3's log store does not allow.
         self.records_refusals = not is_s3(config.warehouse)
+
+    def _open_store(self, spark: SparkSession, path: str):
+        """The lock's Hadoop Path and FileSystem, through the session's JVM (jobs/connect_files.py: without one)."""
+        jvm = spark.sparkContext._jvm
+        self._io_utils = jvm.org.apache.commons.io.IOUtils
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        return hadoop_path, hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
     def acquire(self) -> None:
         if is_s3(self._path.toString()):
@@ -154,6 +158,10 @@ class RunLock:
         ).encode()
         if is_s3(self._path.toString()):
             return create_if_absent(self._fs, self._path, body)
+        return self._create_file(body)
+
+    def _create_file(self, body: bytes) -> bool:
+        """Creates the lock file holding `body`; False when it exists."""
         try:
             stream = self._fs.create(self._path, False)
         except Py4JJavaError as error:
@@ -171,15 +179,10 @@ class RunLock:
     def _read(self) -> Holder | None:
         """The current holder; None when the file is gone. A file still being written (its creator is
         between create and close) is held by a run that is just starting."""
-        try:
-            status = self._fs.getFileStatus(self._path)
-            stream = self._fs.open(self._path)
-        except Py4JJavaError:
+        stored = self._read_file()
+        if stored is None:
             return None
-        try:
-            data = bytes(self._io_utils.toByteArray(stream))
-        finally:
-            stream.close()
+        data, modified_ms = stored
         try:
             fields = json.loads(data)
             return Holder(
@@ -190,5 +193,18 @@ class RunLock:
                 datetime.fromisoformat(fields["started_at"]),
             )
         except (ValueError, KeyError):
-            modified = datetime.fromtimestamp(status.getModificationTime() / 1000, UTC)
+            modified = datetime.fromtimestamp(modified_ms / 1000, UTC)
             return Holder(TORN_LOCK_RUN_ID, "unknown", "unknown", -1, modified)
+
+    def _read_file(self) -> tuple[bytes, int] | None:
+        """The lock file's bytes and modification time (epoch ms); None when it is gone."""
+        try:
+            status = self._fs.getFileStatus(self._path)
+            stream = self._fs.open(self._path)
+        except Py4JJavaError:
+            return None
+        try:
+            data = bytes(self._io_utils.toByteArray(stream))
+        finally:
+            stream.close()
+        return data, status.getModificationTime()

@@ -9,11 +9,11 @@ ids' hashes, so that raw = decoded + quarantined can still be checked once raw h
 
 from __future__ import annotations
 
-from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.tables import RAW_RECORDS, sql_string_literal
 from jobs.watermarks import CHANGE_DELETE, CHANGE_INSERT, note, notes, noting
 from transforms.decoder.log_transactions import TXN_PENDING

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config, parse_config
+from jobs.connect_files import LocalRunLock
+from jobs.delta_tables import is_connect
 from jobs.lock_store import UnguardedStore
 from jobs.locks import EXIT_BUSY, RunLock, RunRefused
 from jobs.object_store import StoreUnavailable
@@ -42,7 +44,8 @@ class JobRun:
         """`exclusive`: the run writes tables that another run of the cluster may write too (most jobs)."""
         self.spark, self.config, self.job = spark, config, job
         self.run_id = f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-        self._lock = RunLock(spark, config, self.run_id, job) if exclusive else None
+        lock = LocalRunLock if is_connect(spark) else RunLock  # a Spark Connect client has no Hadoop FileSystem
+        self._lock = lock(spark, config, self.run_id, job) if exclusive else None
         self.inputs: list[str] = []
         self.counts: dict[str, int] = {}
         self.exit_code = EXIT_FAILED

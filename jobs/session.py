@@ -20,6 +20,7 @@ from typing import TextIO
 from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
+from jobs.connect import build_remote_session
 from jobs.hive_metastore import hive_settings, reach_metastore
 from jobs.locks import RunRefused
 from jobs.object_store import (
@@ -88,6 +89,8 @@ def hold_embedded_metastore(warehouse: Path) -> None:
 
 
 def build_session(config: Config, app_name: str) -> SparkSession:
+    if config.remote:  # a Spark Connect server: it holds the warehouse, the metastore and the jars
+        return build_remote_session(config, app_name)
     # The local directory: the warehouse, or beside an s3a:// warehouse the embedded metastore's home.
     warehouse = config.warehouse_dir
     warehouse.mkdir(parents=True, exist_ok=True)

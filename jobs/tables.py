@@ -8,12 +8,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.config import Config
+from jobs.connect_files import committed_location
+from jobs.delta_tables import DeltaTable, is_connect
 from schemas import gold
 from transforms.schema_check import check_declared_types
 
@@ -75,6 +76,8 @@ def _committed_location(spark: SparkSession, name: str) -> str | None:
     metastore entry (or a metastore lost while the warehouse survived): a committed table, whose
     location is returned so that it is registered as it is; committed data is never removed.
     """
+    if is_connect(spark):  # no JVM in this process: the same, through its own filesystem
+        return committed_location(spark, name, _DELTA_VERSION_FILE.fullmatch)
     database, table = name.split(".", 1)
     jvm = spark.sparkContext._jvm
     location = jvm.org.apache.hadoop.fs.Path(f"{spark.catalog.getDatabase(database).locationUri}/{table}")

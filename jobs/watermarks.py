@@ -19,10 +19,10 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.delta_tables import DeltaTable
 from jobs.tables import sql_string_literal
 
 # Spark's session setting that Delta copies into the userMetadata of every commit made while it is set.

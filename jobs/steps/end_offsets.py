@@ -7,12 +7,12 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.kafka_security import (
     KafkaConnection,
     KafkaSettingsError,

@@ -3,11 +3,11 @@ tables up to date, as if that input had never been read."""
 
 from __future__ import annotations
 
-from delta.tables import DeltaTable
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file
 from jobs.steps.decode import decode

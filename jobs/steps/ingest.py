@@ -6,11 +6,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.ingest_plan import FileRead, ReadPlan, file_states, holds_other_sources, plan_reads
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.raw_changes import retire
 from jobs.runs import JobRun
 from jobs.tables import RAW_RECORDS, sql_string_literal
