@@ -14,7 +14,9 @@ deleted through a type 3 tombstone.
 
 A share group's coordinator writes the same sequence under types 10-14 (SHARE_AS_CONSUMER_TYPES), so its
 records are read as their consumer twins and its generations carry group_protocol 'share'. Its members
-own their current assignment (type 14) as a consumer member owns type 8.
+own their current assignment (type 14) as a consumer member owns type 8. Streams groups (KIP-1071, types
+17, 19-22) likewise, with group_protocol 'streams': a member owns its active tasks, one per (subtopology,
+partition), from its current assignment (type 22; transforms.gold.streams_records).
 
 Partitions are keyed by topic id; transforms.gold.topic_names names them (`topic_names` is re-exported
 here for the history job).
@@ -31,12 +33,14 @@ from transforms.gold import ownership
 from transforms.gold.generations import (
     GROUP_PROTOCOL_CONSUMER,
     GROUP_PROTOCOL_SHARE,
+    GROUP_PROTOCOL_STREAMS,
     INCARNATION,
     LOG_ORDER,
     with_generation_sequence,
     with_incarnation,
 )
 from transforms.gold.ownership import RECORD_CURRENT_MEMBER
+from transforms.gold.streams_records import SOURCE_SUBTOPOLOGY, STREAMS_AS_CONSUMER_TYPES, with_streams_as_consumer
 from transforms.gold.topic_names import SOURCE_UNRESOLVED
 from transforms.gold.topic_names import topic_names as topic_names  # re-exported: jobs.steps.history calls it
 
@@ -71,15 +75,16 @@ def _latest_before(anchors: DataFrame, events: DataFrame, key: str) -> DataFrame
     return joined.withColumn("rank", F.row_number().over(latest)).where((F.col("rank") == 1) & ~F.col("is_tombstone"))
 
 
-def _named_partitions(assigned: Column, names: Column) -> Column:
-    """Topic-id partitions -> ASSIGNED_PARTITIONS, naming each topic through the cluster's id map."""
+def _named_partitions(assigned: Column, names: Column, unnamed_source: Column) -> Column:
+    """Topic-id partitions -> ASSIGNED_PARTITIONS, naming each topic through the cluster's id map
+    (`unnamed_source` where it has none: unresolved, or a streams subtopology, which no map names)."""
     return F.transform(
         assigned,
         lambda tp: F.struct(
             F.coalesce(F.try_element_at(names, tp["topic_id"])["topic"], tp["topic_id"]).alias("topic"),
             tp["partitions"].alias("partitions"),
             tp["topic_id"].alias("topic_id"),
-            F.coalesce(F.try_element_at(names, tp["topic_id"])["topic_name_source"], F.lit(SOURCE_UNRESOLVED)).alias(
+            F.coalesce(F.try_element_at(names, tp["topic_id"])["topic_name_source"], unnamed_source).alias(
                 "topic_name_source"
             ),
         ),
@@ -91,6 +96,7 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     when the epoch ended (current assignment, see transforms.gold.ownership) and its target partitions."""
     metadata = _latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
         *ANCHOR,
+        "group_protocol",
         "member_id",
         "instance_id",
         "client_id",
@@ -113,6 +119,9 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
     subscribed = F.array_distinct(
         F.concat(F.coalesce("subscribed_topic_names", F.array()), F.coalesce("resolved_topics", F.array()))
     )
+    unnamed_source = F.when(
+        F.col("group_protocol") == F.lit(GROUP_PROTOCOL_STREAMS), F.lit(SOURCE_SUBTOPOLOGY)
+    ).otherwise(F.lit(SOURCE_UNRESOLVED))
     return (
         metadata.join(targets, on=[*ANCHOR, "member_id"], how="left")
         .join(owned, on=[*ANCHOR, "member_id"], how="left")
@@ -131,8 +140,12 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
                 "rebalance_timeout_ms",
                 F.array_sort(subscribed).alias("subscribed_topics"),
                 # Ownership is the current assignment (type 8); the target (type 7) stays beside it.
-                _named_partitions(F.coalesce("current", F.array()), F.col("names")).alias("assigned_partitions"),
-                _named_partitions(F.coalesce("target", F.array()), F.col("names")).alias("target_partitions"),
+                _named_partitions(F.coalesce("current", F.array()), F.col("names"), unnamed_source).alias(
+                    "assigned_partitions"
+                ),
+                _named_partitions(F.coalesce("target", F.array()), F.col("names"), unnamed_source).alias(
+                    "target_partitions"
+                ),
                 F.coalesce("ownership_times", F.array()).alias("ownership"),
             ).alias("member"),
         )
@@ -166,17 +179,27 @@ def _by_member_id(left: Column, right: Column) -> Column:
 
 
 def _as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
-    """KIP-848 and share records, share types renumbered as their consumer twins, + group_protocol."""
-    share_types = list(SHARE_AS_CONSUMER_TYPES)
+    """KIP-848, share and streams records, share and streams types renumbered as their consumer twins
+    (streams: see transforms.gold.streams_records), + group_protocol."""
+    share_types, streams_types = list(SHARE_AS_CONSUMER_TYPES), list(STREAMS_AS_CONSUMER_TYPES)
     as_consumer = F.create_map(*[F.lit(t) for pair in SHARE_AS_CONSUMER_TYPES.items() for t in pair])
     is_share = F.col("record_type").isin(*share_types)
-    return consumer_group_records.where(
-        F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES, *share_types)
-    ).withColumns(
-        {
-            "group_protocol": F.when(is_share, F.lit(GROUP_PROTOCOL_SHARE)).otherwise(F.lit(GROUP_PROTOCOL_CONSUMER)),
-            "record_type": F.when(is_share, as_consumer[F.col("record_type")]).otherwise(F.col("record_type")),
-        }
+    group_protocol = (
+        F.when(is_share, F.lit(GROUP_PROTOCOL_SHARE))
+        .when(F.col("record_type").isin(*streams_types), F.lit(GROUP_PROTOCOL_STREAMS))
+        .otherwise(F.lit(GROUP_PROTOCOL_CONSUMER))
+    )
+    return (
+        consumer_group_records.where(
+            F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES, *share_types, *streams_types)
+        )
+        .withColumns(
+            {
+                "group_protocol": group_protocol,
+                "record_type": F.when(is_share, as_consumer[F.col("record_type")]).otherwise(F.col("record_type")),
+            }
+        )
+        .transform(with_streams_as_consumer)
     )
 
 

@@ -18,8 +18,9 @@ from schemas import gold
 GROUP_PROTOCOL_CLASSIC = "classic"
 GROUP_PROTOCOL_CONSUMER = "consumer"
 GROUP_PROTOCOL_SHARE = "share"
+GROUP_PROTOCOL_STREAMS = "streams"
 # Groups whose generations are target-assignment epochs and whose members own their current assignment.
-EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE)
+EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE, GROUP_PROTOCOL_STREAMS)
 STATE_STABLE, STATE_EMPTY, STATE_DELETED = "stable", "empty", "deleted"
 
 LOG_ORDER = ("source_partition", "source_offset")

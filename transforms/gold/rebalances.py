@@ -24,6 +24,7 @@ from transforms.gold import assignment_math, departures
 from transforms.gold.generations import (
     GROUP_PROTOCOL_CONSUMER,
     GROUP_PROTOCOL_SHARE,
+    GROUP_PROTOCOL_STREAMS,
     INCARNATION,
     REBALANCE,
     STATE_DELETED,
@@ -33,6 +34,7 @@ from transforms.gold.generations import (
 
 PROTOCOL_EAGER = departures.PROTOCOL_EAGER
 PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER, PROTOCOL_SHARE = "cooperative", "consumer", "share"
+PROTOCOL_STREAMS = "streams"
 COOPERATIVE_ASSIGNORS = ("cooperative-sticky", "compatible", "sessioned")  # consumer; Connect (KIP-415, KIP-507)
 
 
@@ -40,6 +42,7 @@ def rebalance_protocol(group_protocol: Column, assignor: Column) -> Column:
     return (
         F.when(group_protocol == F.lit(GROUP_PROTOCOL_CONSUMER), F.lit(PROTOCOL_CONSUMER))
         .when(group_protocol == F.lit(GROUP_PROTOCOL_SHARE), F.lit(PROTOCOL_SHARE))
+        .when(group_protocol == F.lit(GROUP_PROTOCOL_STREAMS), F.lit(PROTOCOL_STREAMS))
         .when(assignor.isin(*COOPERATIVE_ASSIGNORS), F.lit(PROTOCOL_COOPERATIVE))
         .otherwise(F.lit(PROTOCOL_EAGER))
     )

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from transforms.gold.departures import PROTOCOL_EAGER
 from transforms.gold.generations import EPOCH_PROTOCOLS, GROUP, INCARNATION
+from transforms.gold.streams_records import SOURCE_SUBTOPOLOGY
 from transforms.gold.topic_names import SOURCE_UNRESOLVED
 
 
@@ -115,7 +116,9 @@ def _named_topic_ids(generations: DataFrame) -> DataFrame:
             F.concat(F.coalesce("m.assigned_partitions", F.array()), F.coalesce("m.target_partitions", F.array()))
         ).alias("tp"),
     )
-    return named.select(*GROUP, "tp.topic_id", "tp.topic", "tp.topic_name_source").distinct()
+    # A streams subtopology is no topic: no id map names it, so it never counts as renamed.
+    is_topic = F.col("tp.topic_name_source") != F.lit(SOURCE_SUBTOPOLOGY)
+    return named.where(is_topic).select(*GROUP, "tp.topic_id", "tp.topic", "tp.topic_name_source").distinct()
 
 
 def groups_with_renamed_topics(generations: DataFrame, topic_names: DataFrame) -> DataFrame:
