@@ -27,7 +27,8 @@ from schemas.columns import column
 # Partitions assigned to a member, by topic. KIP-848 and share assignments name topics by id: `topic` is
 # the resolved name where known (else the id), `topic_name_source` says where the name came from:
 # partition_metadata | share_partition_metadata | offset_commit | user | cluster | single_subscription |
-# unresolved.
+# unresolved. A streams group's (KIP-1071) entries are its active tasks: `topic` (and `topic_id`) the
+# subtopology id, `topic_name_source` 'subtopology'; standby and warm-up tasks are not held here.
 ASSIGNED_PARTITIONS = ArrayType(
     StructType(
         [
@@ -87,15 +88,15 @@ STATIC_REPLACEMENT = StructType(
 )
 
 # gold: one generation of a classic group (type 2 records) or one target-assignment epoch of a KIP-848
-# group (types 3-8) or of a share group (KIP-932, types 10-14), or one deletion (state 'deleted',
-# generation null). Key: cluster, group_id, incarnation, generation. A static member replaced within its
-# session timeout rewrites the same generation: it is listed in `static_replacements`, not counted as a
-# rebalance.
+# group (types 3-8), of a share group (KIP-932, types 10-14) or of a streams group (KIP-1071, types 17,
+# 19-22), or one deletion (state 'deleted', generation null). Key: cluster, group_id, incarnation,
+# generation. A static member replaced within its session timeout rewrites the same generation: it is
+# listed in `static_replacements`, not counted as a rebalance.
 generations_schema = StructType(
     [
         *_GROUP_KEY,
         column("generation", IntegerType()),
-        column("group_protocol", StringType(), False),  # classic | consumer (KIP-848) | share (KIP-932)
+        column("group_protocol", StringType(), False),  # classic | consumer (KIP-848) | share | streams
         column("state", StringType(), False),  # stable | empty | deleted
         column("previous_generation", IntegerType()),
         column("skipped_generation_count", IntegerType()),  # rounds that never completed (no record written)
@@ -169,7 +170,7 @@ rebalances_schema = StructType(
         column("previous_generation", IntegerType()),
         column("first_round_generation", IntegerType(), False),
         column("group_protocol", StringType(), False),
-        column("rebalance_protocol", StringType(), False),  # eager | cooperative | consumer (KIP-848) | share
+        column("rebalance_protocol", StringType(), False),  # eager | cooperative | consumer | share | streams
         column("assignor", StringType()),
         column("join_completed_at", TimestampType()),  # end of the (first) join phase
         column("completed_at", TimestampType(), False),  # the record of the final round
