@@ -14,6 +14,7 @@ import sys
 import threading
 from urllib.parse import urlparse
 
+import grpc
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -66,8 +67,8 @@ def build_remote_session(config: Config, app_name: str) -> SparkSession:
         socket.create_connection((host, port), timeout=REACH_TIMEOUT_S).close()
     except OSError as error:
         raise _unavailable(config.remote, error.strerror or str(error) or type(error).__name__) from None
-    session = SparkSession.builder.remote(config.remote).appName(app_name).getOrCreate()
-    _first_request(session, config.remote)
+    _await_grpc(config.remote, host, port)
+    session = _first_request(SparkSession.builder.remote(config.remote).appName(app_name), config.remote)
     settings = {"spark.sql.session.timeZone": "UTC", **config.spark_conf}
     for key, value in settings.items():
         # Static settings are the server's (scripts/connect.sh starts it with the same file); these may differ.
@@ -86,14 +87,30 @@ def _unavailable(remote: str, reason: str) -> ConnectUnavailable:
     )
 
 
-def _first_request(session: SparkSession, remote: str) -> None:
-    """The server's version, asked in a thread: a port that accepts connections but never answers gRPC (the
-    client's default retries would wait minutes) fails the run after REACH_TIMEOUT_S."""
-    outcome: list[BaseException | str] = []
+def _await_grpc(remote: str, host: str, port: int) -> None:
+    """A gRPC channel of our own, closed after: a port that accepts TCP but never speaks HTTP/2 (the session's
+    own channel would wait for ever, and keep the process from exiting) fails after REACH_TIMEOUT_S."""
+    secure = "use_ssl=true" in remote.lower()
+    target = f"{host}:{port}"
+    channel = grpc.secure_channel(target, grpc.ssl_channel_credentials()) if secure else grpc.insecure_channel(target)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=REACH_TIMEOUT_S)
+    except grpc.FutureTimeoutError:
+        raise _unavailable(remote, f"no gRPC answer within {REACH_TIMEOUT_S} s") from None
+    finally:
+        channel.close()
+
+
+def _first_request(builder: SparkSession.Builder, remote: str) -> SparkSession:
+    """The session and the server's version, in a thread: a port that accepts connections but never answers
+    gRPC (the client would wait for ever) fails the run after REACH_TIMEOUT_S."""
+    outcome: list[BaseException | SparkSession] = []
 
     def ask() -> None:
         try:
-            outcome.append(session.version)
+            session = builder.getOrCreate()
+            session.version  # noqa: B018 - the first request that must be answered
+            outcome.append(session)
         except BaseException as error:  # handed to the caller's thread
             outcome.append(error)
 
@@ -105,6 +122,7 @@ def _first_request(session: SparkSession, remote: str) -> None:
     if isinstance(outcome[0], BaseException):
         reason = str(outcome[0]).strip().splitlines()[0] if str(outcome[0]).strip() else type(outcome[0]).__name__
         raise _unavailable(remote, reason)
+    return outcome[0]
 
 
 def register_remote_decoder(session: SparkSession, remote: str) -> None:
