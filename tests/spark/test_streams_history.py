@@ -22,7 +22,10 @@ from dataclasses import dataclass, field
 import pytest
 from pyspark.sql import functions as F
 
+from schemas import ops
 from tests.lab_tables import Capture, all_captures
+from transforms.gold import touched
+from transforms.gold.topic_names import topic_names
 
 STREAMS_CAPTURES = [capture for capture in all_captures() if capture.path.name == "streams"]
 MEMBERS_COLUMNS = (
@@ -307,3 +310,13 @@ def test_active_task_movements_name_the_instances_that_saw_them(lab, capture, gr
         for r in movements
     }
     assert observed == wanted
+
+
+def test_a_streams_group_is_not_rebuilt_for_its_subtopologies(spark, lab):
+    """No id map names a subtopology: a streams group's history must not count as renamed every night."""
+    cluster = F.col("cluster") == F.lit(STREAMS_CAPTURES[0].cluster)
+    generations = lab["generations"].where(cluster & (F.col("group_protocol") == F.lit("streams")))
+    assert generations.where(F.size("members") > 0).count() > 0
+    no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
+    names = topic_names(lab["consumer_group_records"], lab["offset_commits"], no_topic_ids)
+    assert touched.groups_with_renamed_topics(generations, names).collect() == []
