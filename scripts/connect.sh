@@ -57,6 +57,11 @@ start() {
     >"$dir/connect.log" 2>&1 &
   echo $! >"$pid_file"
   exec 9>&-
+  # The embedded metastore's lock names its holder: the server, not this script, which ends now.
+  if [[ -n "${held_metastore_lock:-}" ]]; then
+    printf 'pid %s on %s since %s UTC (Spark Connect server, scripts/connect.sh)\n' "$(cat "$pid_file")" "$(hostname)" \
+      "$(date -u '+%Y-%m-%d %H:%M:%S')" >"$held_metastore_lock"
+  fi
   # The server binds its port once its SparkContext and the gRPC service are up: a connection accepted is a
   # server that answers.
   local deadline=$((SECONDS + start_timeout_s))

@@ -32,4 +32,5 @@ hold_embedded_metastore() {
     exit 75
   fi
   printf 'pid %s on %s since %s UTC (%s)\n' "$$" "$(hostname)" "$(date -u '+%Y-%m-%d %H:%M:%S')" "$(basename "$0")" >"$lock"
+  held_metastore_lock="$lock"  # for a launcher whose server outlives it (scripts/connect.sh) to name the server
 }

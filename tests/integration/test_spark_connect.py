@@ -11,6 +11,7 @@ the server: it asks it for a function name it lacks, as a server started without
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -123,6 +124,7 @@ def connect(tmp_path_factory):
             "written_by_failures": written_by_failures,
             "nightly": nightly,
             "warehouse": warehouse,
+            "conf": conf,
         }
     finally:
         failing.shutdown()
@@ -244,3 +246,27 @@ def test_a_server_without_the_extension_makes_the_run_fall_back_loudly(connect, 
     # The reference decoder alone gives every row the fast path gave.
     assert sorted(map(repr, silver.decode_raw_records(raw).collect())) == with_fast_path
     assert len(with_fast_path) == 170
+
+
+def test_a_server_with_another_build_of_the_decoder_is_refused(connect, client, monkeypatch):
+    from jobs import connect as remote
+    from schemas.coordinator_records import OFFSET_COMMIT_VALUE
+
+    claimed = dataclasses.replace(OFFSET_COMMIT_VALUE.fast_path, versions="0-5")
+    monkeypatch.setattr(remote, "OFFSET_COMMIT_VALUE", dataclasses.replace(OFFSET_COMMIT_VALUE, fast_path=claimed))
+    with pytest.raises(RuntimeError, match=r"for versions 0-4; this groupscope expects .* for 0-5: the server loads"):
+        remote.register_remote_decoder(client, connect["remote"])
+
+
+def test_a_classic_run_on_the_servers_warehouse_is_refused_naming_the_server(connect, tmp_path):
+    # The server holds the embedded metastore: a job with its own driver must wait, as beside the Thrift server.
+    classic = tmp_path / "classic.toml"
+    classic.write_text(connect["conf"].read_text().replace(f'remote = "{connect["remote"]}"', 'remote = ""'))
+    code, output, _ = run(
+        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "jobs.nightly", "--conf", str(classic)],
+        os.environ.copy(),
+        timeout=120,
+    )
+    assert code == 75, output[-3000:]
+    assert "another groupscope process is using the embedded metastore" in output, output
+    assert "(Spark Connect server, scripts/connect.sh)" in output, output
