@@ -111,6 +111,15 @@ def sql_string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def database_tables(spark: SparkSession, database: str) -> list[str]:
+    """The names of the database's tables, views left out. By SQL rather than `catalog.listTables`, whose
+    rows Spark cannot decode with interpreted expressions (the suite's setting: EXPRESSION_DECODING_FAILED)."""
+    quoted = f"`{database.replace('`', '``')}`"
+    tables = {row.tableName for row in spark.sql(f"SHOW TABLES IN {quoted}").collect() if not row.isTemporary}
+    views = {row.viewName for row in spark.sql(f"SHOW VIEWS IN {quoted}").collect()}
+    return sorted(tables - views)
+
+
 def table_location(spark: SparkSession, name: str) -> str:
     return DeltaTable.forName(spark, name).detail().select("location").first()["location"]
 

@@ -11,17 +11,13 @@ from jobs.config import Config
 from jobs.delta_tables import DeltaTable
 from jobs.raw_changes import retire
 from jobs.runs import JobRun
-from jobs.tables import RAW_RECORDS, sql_string_literal
+from jobs.tables import RAW_RECORDS, database_tables, sql_string_literal
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 
 
 def _tables(spark: SparkSession, config: Config) -> list[str]:
-    return sorted(
-        config.table(table.name)
-        for table in spark.catalog.listTables(config.database)
-        if table.tableType != "VIEW" and not table.isTemporary
-    )
+    return [config.table(name) for name in database_tables(spark, config.database)]
 
 
 def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:

@@ -112,7 +112,7 @@ def moves_the_members_saw() -> dict[str, int]:
 def test_every_view_in_sql_is_created_in_the_configured_database(spark, views):
     config, created = views
     assert sorted(created) == sorted(config.table(path.stem) for path in SQL_DIR.glob("*.sql"))
-    catalog_views = {table.name for table in spark.catalog.listTables(DATABASE) if table.tableType == "VIEW"}
+    catalog_views = {row.viewName for row in spark.sql(f"SHOW VIEWS IN {DATABASE}").collect() if not row.isTemporary}
     assert catalog_views == set(VIEWS)
 
 

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from jobs.runs import JOB_RUNS, JobRun
 from jobs.steps.forget import forget
 from jobs.steps.nightly import nightly
+from jobs.tables import database_tables
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import table_rows
 
@@ -29,7 +30,7 @@ def run_step(spark, config, job, step) -> dict:
 
 def tables(spark, database: str) -> dict[str, list[str]]:
     """Every Delta table of the database but job_runs, row by row (capture run ids left out)."""
-    names = [table.name for table in spark.catalog.listTables(database) if table.tableType != "VIEW"]
+    names = database_tables(spark, database)
     location = spark.catalog.getDatabase(database).locationUri.removeprefix("file:")
     return {name: table_rows(spark, f"{location}/{name}") for name in names if name != JOB_RUNS}
 
