@@ -6,7 +6,7 @@
 #   scripts/connect.sh stop                                              stop it
 #   scripts/connect.sh status                                            exit 0 when it runs
 # Settings (environment): GROUPSCOPE_CONNECT_PORT (15002), GROUPSCOPE_CONNECT_BIND (127.0.0.1),
-# GROUPSCOPE_CONNECT_DIR (build/connect: pid and logs), GROUPSCOPE_CONNECT_MEMORY (1g, the server's driver).
+# GROUPSCOPE_CONNECT_DIR (build/connect: pid and logs), GROUPSCOPE_CONNECT_MEMORY (2g, the server's driver: at 1g a nightly of the 170-record sample ran it out of heap).
 # The warehouse, metastore and static Spark settings are the server's (spark.sql.warehouse.dir cannot change
 # after a session starts): start it with the environment file the jobs use, e.g. conf/connect.toml.
 set -euo pipefail
@@ -14,7 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port="${GROUPSCOPE_CONNECT_PORT:-15002}"
 bind="${GROUPSCOPE_CONNECT_BIND:-127.0.0.1}"
 dir="$(realpath -m "${GROUPSCOPE_CONNECT_DIR:-$root/build/connect}")"
-memory="${GROUPSCOPE_CONNECT_MEMORY:-1g}"
+memory="${GROUPSCOPE_CONNECT_MEMORY:-2g}"
 pid_file="$dir/connect.pid"
 start_timeout_s=180
 

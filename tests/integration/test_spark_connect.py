@@ -155,12 +155,19 @@ class Listener:
 
 @pytest.fixture(scope="module")
 def client(connect):
-    """A Spark Connect session of this test process on the server (a client: no JVM here)."""
-    from pyspark.sql import SparkSession
+    """A Spark Connect session of this test process on the server (a client: no JVM here).
 
-    session = SparkSession.builder.remote(connect["remote"]).getOrCreate()
-    yield session
-    session.stop()
+    The integration process also holds a classic session (other modules' `spark`): pyspark's common builder
+    refuses a remote one beside it (SESSION_ALREADY_EXIST), and its functions build Connect columns whenever
+    SPARK_CONNECT_MODE_ENABLED is set. So Connect's own builder makes the client, and the variable is set for
+    this module's tests only: the classic tests after it get classic columns again."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+        session = RemoteSparkSession.builder.remote(connect["remote"]).getOrCreate()
+        yield session
+        session.stop()
 
 
 def test_the_server_runs_from_the_pinned_pyspark(connect):
