@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -117,9 +118,23 @@ def dump_share_state(files: Iterable[Path | str], version: str = "4") -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A loopback port nothing is bound to, below the kernel's ephemeral range.
+
+    A port the kernel hands out for binding port 0 comes from the ephemeral range, where any process's
+    outgoing connection may take it as its source port before the service we pick it for binds it (a
+    metastore service's start failed that way in a busy suite); below the range only listeners compete.
+    """
+    first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    below = range(10_000, first_ephemeral)
+    candidates = random.sample(below, min(200, len(below)))
+    for port in candidates:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise BrokerError(f"no free port among {len(candidates)} tried below {first_ephemeral}")
 
 
 def port_accepts(port: int) -> bool:

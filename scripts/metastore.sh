@@ -150,7 +150,7 @@ start() {
   until accepts "$port"; do
     if ! running; then
       say "the service exited while starting; its log ($dir/metastore.log) ends:"
-      tail -5 "$dir/metastore.log" "$dir/metastore.out" >&2 2>/dev/null || true
+      tail -n 5 "$dir/metastore.log" "$dir/metastore.out" >&2 || true
       rm -f "$pid_file"
       exit 1
     fi

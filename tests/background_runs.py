@@ -16,7 +16,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 import pyspark
 
 from jobs.locks import EXIT_BUSY
+from lab.broker import free_port
 from tests import log_cuts
 from tests.conftest import REPO_ROOT
 from tests.kill import progress_lines, run_until_progress_line
@@ -154,12 +154,6 @@ def wait_until(condition: Callable[[], bool], what: str, process: Process) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"no sign after {START_TIMEOUT_SECONDS} s that {what}:\n{process.log_tail()}")
         time.sleep(POLL_SECONDS)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
 
 
 def spark_environment(workdir: Path) -> dict[str, str]:

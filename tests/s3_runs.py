@@ -13,12 +13,12 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lab.broker import free_port
 from tests.conftest import REPO_ROOT
 from tests.small_data import toml_lines
 
@@ -26,12 +26,6 @@ BUCKET = "groupscope"
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "GROUPSCOPE_S3_ACCESS_KEY", "GROUPSCOPE_S3_SECRET_KEY"
 SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
 RUN_TIMEOUT_SECONDS = 1500  # a nightly of the sample into s3proxy took 516 s at load 12 on two cores
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def new_credentials() -> dict[str, str]:
