@@ -9,6 +9,7 @@ a person can both see what each run did. A run that writes tables holds the clus
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import traceback as tracebacks
@@ -32,6 +33,8 @@ JOB_RUNS = "job_runs"
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
 # A failed run's traceback is for whoever debugs it, not for the console: it goes here, named in the message.
 LOG_DIR = REPO_ROOT / "logs"
+# py4j and Spark Connect append the JVM's stack to an error's text; its frames belong in the traceback file.
+JVM_STACK_FRAME = re.compile(r"\s+at |\s*\.\.\. \d+ more")
 __all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_SUCCEEDED", "InvariantViolation", "JobRun", "RunRefused", "run_job"]
 
 
@@ -87,7 +90,7 @@ class JobRun:
     def __exit__(self, error_type, error, traceback) -> bool:
         outcome = "succeeded" if error is None else "failed"
         self.exit_code = EXIT_SUCCEEDED if error is None else EXIT_FAILED
-        message = None if error is None else f"{error_type.__name__}: {error}"
+        message = None if error is None else f"{error_type.__name__}: {error_text(error)}"
         if error is not None and not isinstance(error, InvariantViolation):
             message += f" (traceback in {self._write_traceback(error_type, error, traceback)})"
         try:
@@ -154,3 +157,9 @@ def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str) 
         return run.exit_code
     finally:
         spark.stop()
+
+
+def error_text(error: BaseException) -> str:
+    """The error's own lines, causes included, without the JVM frames the py4j and Connect texts carry."""
+    text = str(error).split("JVM stacktrace:")[0]
+    return " ".join(line.strip() for line in text.splitlines() if line.strip() and not JVM_STACK_FRAME.match(line))

@@ -158,6 +158,17 @@ def test_missing_input_fails_the_run_clearly(spark, spark_config, tmp_path):
     assert traceback_file.read_text().startswith("Traceback (most recent call last)")
 
 
+def test_a_jvm_failure_is_recorded_in_its_own_words_its_frames_in_the_traceback_file(spark, spark_config):
+    config = replace(spark_config, cluster="jvm-failure")
+    with JobRun(spark, config, "nightly"):
+        spark._jvm.java.io.FileInputStream("/nonexistent/groupscope")  # py4j's text carries the JVM's frames
+    (row,) = spark.table(config.table("job_runs")).where(F.col("cluster") == "jvm-failure").collect()
+    assert "java.io.FileNotFoundException: /nonexistent/groupscope (No such file or directory)" in row.message
+    assert "\n" not in row.message and " at java." not in row.message
+    traceback_file = Path(re.search(r"\(traceback in (.+\.log)\)", row.message)[1])
+    assert "\tat java.base/java.io.FileInputStream.open" in traceback_file.read_text()
+
+
 def test_fixture_copy_is_complete():
     assert shutil.which("java"), "java is required for the Kafka oracle"
     assert len(list(Path(PUBLIC_FIXTURES).rglob("__consumer_offsets-*/*.log"))) == 19
