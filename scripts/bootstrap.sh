@@ -69,6 +69,21 @@ if [[ ! -f "$decoder_jar" || "$(cat jvm/spark/jars/.decoder-stamp 2>/dev/null)" 
   rm -rf "$classes"
   echo "$want" > jvm/spark/jars/.decoder-stamp
 fi
+# The what-if replay runs Kafka's own assignors (jvm/assignors: the pinned kafka-clients and group
+# coordinator) in a JVM of its own beside the history step; its one class is compiled against them.
+fetch_jars assignors
+replay_jar="jvm/assignors/jars/groupscope-assignors.jar"
+want="$(stamp_of jvm/assignors/src/groupscope/*.java jvm/assignors/pom.xml)"
+if [[ ! -f "$replay_jar" || "$(cat jvm/assignors/jars/.replay-stamp 2>/dev/null)" != "$want" ]]; then
+  echo "bootstrap: compiling the assignor replay (jvm/assignors)" >&2
+  command -v javac >/dev/null || { echo "bootstrap: javac not found: install a Java 17 JDK, not only a JRE" >&2; exit 1; }
+  classes="$(mktemp -d)"
+  javac -nowarn --release 17 -cp "jvm/assignors/jars/*" -d "$classes" jvm/assignors/src/groupscope/*.java
+  jar cf "$replay_jar.new" -C "$classes" groupscope
+  mv -f "$replay_jar.new" "$replay_jar"
+  rm -rf "$classes"
+  echo "$want" > jvm/assignors/jars/.replay-stamp
+fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9

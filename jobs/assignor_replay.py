@@ -1,0 +1,87 @@
+"""Runs the what-if replay: each rebalance's input through Kafka's own assignors in a JVM of their own.
+
+The assignors are the pinned kafka-clients' and group coordinator's (jvm/assignors, compiled by
+scripts/bootstrap.sh), fed one JSON line per rebalance on stdin from the driver; rebalances are few
+(a handful per group and day), so one short JVM per history run costs about a second.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType
+
+from jobs.config import REPO_ROOT
+from schemas.columns import column
+from schemas.whatif import REPLAYED_PARTITION
+from transforms.gold.generations import REBALANCE
+
+JARS = REPO_ROOT / "jvm" / "assignors" / "jars"
+MAIN_CLASS = "groupscope.AssignorReplay"
+REPLAYED = StructType(
+    [
+        column(
+            "key",
+            StructType(
+                [
+                    column("cluster", StringType()),
+                    column("group_id", StringType()),
+                    column("incarnation", IntegerType()),
+                    column("generation", IntegerType()),
+                ]
+            ),
+        ),
+        column("assignor", StringType()),
+        column("round_count", IntegerType()),
+        column("assignment", ArrayType(REPLAYED_PARTITION)),
+        column("revoked", ArrayType(REPLAYED_PARTITION)),
+    ]
+)
+
+
+class ReplayFailed(RuntimeError):
+    """The assignor JVM exited with an error (its stderr is the message)."""
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(os.path.join(home, "bin", "java")) if home else (shutil.which("java") or "java")
+
+
+def replay_lines(lines: list[str]) -> list[str]:
+    """Replay input lines -> result lines (one per rebalance and assignor), by Kafka's assignors."""
+    if not (JARS / "groupscope-assignors.jar").exists():
+        raise ReplayFailed(f"{JARS}/groupscope-assignors.jar is missing: run scripts/bootstrap.sh")
+    command = [
+        _java(),
+        "-Xmx256m",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+        "-cp",
+        f"{JARS}/*",
+        MAIN_CLASS,
+    ]
+    done = subprocess.run(command, input="\n".join(lines), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ReplayFailed(f"assignor replay exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return done.stdout.splitlines()
+
+
+def replay_assignors(inputs: DataFrame) -> DataFrame:
+    """whatif_inputs.replay_inputs rows -> (rebalance key, assignor, round_count, assignment, revoked)."""
+    spark = inputs.sparkSession
+    lines = [row["replay_json"] for row in inputs.select("replay_json").collect()]
+    results = replay_lines(lines) if lines else []
+    parsed = spark.createDataFrame([(line,) for line in results], "line string").select(
+        F.from_json("line", REPLAYED).alias("r")
+    )
+    return parsed.select(
+        *[F.col(f"r.key.{name}").alias(name) for name in REBALANCE],
+        "r.assignor",
+        "r.round_count",
+        "r.assignment",
+        "r.revoked",
+    )
