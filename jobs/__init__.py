@@ -13,6 +13,7 @@ JOBS = {
     "history": "generations, rebalances, causes, partition movements, frequency",
     "metrics": "offset and time lag, daily summaries, consumer and group status",
     "views": "create the SQL views of sql/",
+    "report": "a static site of the groups: health, rebalances, ownership, lag, status (--out DIR)",
     "maintenance": "weekly: OPTIMIZE, VACUUM, raw retention",
     "forget": "undo an input: --source-file PATH or --capture-run ID, and all derived from it",
 }

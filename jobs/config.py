@@ -234,6 +234,9 @@ def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:
     if job == "forget":
         arguments.add_argument("--source-file", nargs="+", dest="source_files", metavar="PATH", default=())
         arguments.add_argument("--capture-run", nargs="+", dest="capture_runs", metavar="RUN_ID", default=())
+    if job == "report":
+        arguments.add_argument("--group", metavar="GROUP_ID", help="report this group only")
+        arguments.add_argument("--out", metavar="DIR", help="the site's directory (default: report.out_dir/<cluster>)")
     arguments.add_argument(
         "--conf",
         type=Path,

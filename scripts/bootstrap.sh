@@ -84,6 +84,15 @@ if [[ ! -f "$replay_jar" || "$(cat jvm/assignors/jars/.replay-stamp 2>/dev/null)
   rm -rf "$classes"
   echo "$want" > jvm/assignors/jars/.replay-stamp
 fi
+# The group report's charting library (Apache ECharts, report/package.json, pinned by its lock file),
+# copied beside every report the report job writes: the sites open from disk with no network.
+want="$(stamp_of report/package.json report/package-lock.json)"
+if [[ ! -f report/node_modules/echarts/dist/echarts.min.js || "$(cat report/node_modules/.groupscope-stamp 2>/dev/null)" != "$want" ]]; then
+  echo "bootstrap: installing the report's charting library (npm ci in report/)" >&2
+  command -v npm >/dev/null || { echo "bootstrap: npm not found: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
+  npm ci --prefix report --no-audit --no-fund --loglevel=error >&2
+  echo "$want" > report/node_modules/.groupscope-stamp
+fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9
@@ -93,5 +102,12 @@ if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   # 2.6.0, which ignores conditional writes (a store the run lock must refuse).
   fetch_jars s3proxy
   fetch_jars s3proxy-2.6
+  # The report's tests drive Debian's Chromium headless (tests/integration/test_report.py): a browser from
+  # the distribution, not one a test library downloads.
+  if ! command -v chromium >/dev/null; then
+    echo "bootstrap: installing Debian's chromium for the report's browser tests" >&2
+    [[ "$(id -u)" == 0 ]] || { echo "bootstrap: chromium is missing and installing it needs root: apt-get install chromium" >&2; exit 1; }
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
 fi
 for extra in "$@"; do fetch_jars "$extra"; done

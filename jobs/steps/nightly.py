@@ -14,6 +14,7 @@ from jobs.steps.end_offsets import live_end_offsets, load_end_offset_files, writ
 from jobs.steps.history import history
 from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
+from jobs.steps.report import nightly_report
 from jobs.steps.views import create_views
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
 from schemas.share_gold import SHARE_SCHEMAS
@@ -67,4 +68,5 @@ def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:
     metrics(spark, config, run)
     run.progress("views")
     create_views(spark, config)
+    nightly_report(spark, config, run)
     print(summary(spark, config, run.counts), flush=True)
