@@ -30,7 +30,8 @@ ECHARTS_FILES = {"dist/echarts.min.js": "echarts.min.js", "LICENSE": "echarts-LI
 # other existing directory is refused (an --out mistyped as a home directory is never emptied).
 MARKER = ".groupscope-report"
 
-OptionalTable = tuple[list[str], dict[str, list]] | None
+# An optional table's series by name (columns, rows per group), or None: the warehouse does not hold it.
+OptionalTable = Mapping[str, tuple[list[str], dict[str, list]]] | None
 
 
 class ReportSiteError(RuntimeError):
@@ -69,12 +70,14 @@ def _copy_assets(site: Path) -> None:
         shutil.copyfile(path, assets / path.name)
 
 
-def _optional_section(table: OptionalTable, group_id: str, limit: int) -> dict | None:
-    if table is None:
+def _optional_section(parts: OptionalTable, group_id: str, limit: int) -> dict | None:
+    if parts is None:
         return None
-    columns, rows = table
-    held = rows.get(group_id, [])
-    return {"columns": columns, "rows": held[:limit], "total": len(held)}
+    section = {}
+    for part, (columns, rows) in parts.items():
+        held = rows.get(group_id, [])
+        section[part] = {"columns": columns, "rows": held[:limit], "total": len(held)}
+    return section
 
 
 def group_pages(

@@ -179,3 +179,68 @@ def status_points(group_status: DataFrame) -> DataFrame:
         "total_lag",
         "error_partition_count",
     )
+
+
+def whatif_summary(whatif: DataFrame) -> DataFrame:
+    """One row per (group, assignor) of the what-if replay: what each assignor would have cost over all
+    the group's replayed rebalances, beside what the group's own assignor did."""
+    return (
+        whatif.groupBy("group_id", "assignor")
+        .agg(
+            F.count(F.lit(1)).alias("rebalance_count"),
+            F.max("is_actual_assignor").alias("is_actual_assignor"),
+            F.sum("moved_partition_count").alias("moved_partition_count"),
+            F.sum("revoked_partition_count").alias("revoked_partition_count"),
+            F.sum("minimal_moves").alias("minimal_moves"),
+            F.round(F.avg("stickiness"), 3).alias("mean_stickiness"),
+            F.max("skew").alias("max_skew"),
+            F.sum("idle_member_count").alias("idle_member_count"),
+            F.sum("estimated_pause_ms").alias("estimated_pause_ms"),
+            F.count_if("is_same_as_actual").alias("same_as_actual_count"),
+        )
+        .select(
+            "group_id",
+            "assignor",
+            "is_actual_assignor",
+            "rebalance_count",
+            "moved_partition_count",
+            "revoked_partition_count",
+            "minimal_moves",
+            "mean_stickiness",
+            "max_skew",
+            "idle_member_count",
+            "estimated_pause_ms",
+            "same_as_actual_count",
+        )
+    )
+
+
+def capacity_points(capacity: DataFrame) -> DataFrame:
+    """One row per generation with members: how many own nothing, and the share doing work."""
+    return capacity.select(
+        "group_id",
+        epoch_ms(F.col("recorded_at")).alias("recorded_at_ms"),
+        "generation",
+        "member_count",
+        "idle_member_count",
+        "capacity_used",
+    )
+
+
+def idle_member_rows(capacity: DataFrame) -> DataFrame:
+    """One row per member that owned nothing in a generation, and why."""
+    idle = F.col("idle")
+    return (
+        capacity.where(F.col("idle_member_count") > 0)
+        .select("group_id", "recorded_at", "generation", F.explode("idle_members").alias("idle"))
+        .select(
+            "group_id",
+            epoch_ms(F.col("recorded_at")).alias("recorded_at_ms"),
+            "generation",
+            member_key(idle["member_id"], idle["group_instance_id"]).alias("member_key"),
+            idle["client_id"].alias("client_id"),
+            idle["client_host"].alias("client_host"),
+            F.array_join(idle["subscribed_topics"], ", ").alias("subscribed_topics"),
+            idle["reason"].alias("reason"),
+        )
+    )

@@ -8,8 +8,6 @@ generations, rebalances, ownership intervals and snapshots), never the raw commi
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +29,13 @@ GOLD_INPUTS = (
     "group_status",
     "group_daily",
 )
-# Tables of issue 19's what-if replay and idle-member analysis; a warehouse without them gets a page
-# section that says so rather than an empty chart.
-OPTIONAL_INPUTS = ("rebalance_whatif", "idle_members")
-# Per group and optional table, rows beyond this are summarised by their count (a page stays light).
+# Tables of issue 19's what-if replay and over-provisioned groups, and the series drawn from each; a
+# warehouse without one gets a page section that says it was not computed rather than an empty chart.
+OPTIONAL_SERIES = {
+    "rebalance_whatif": {"whatif": shape.whatif_summary},
+    "generation_capacity": {"capacity": shape.capacity_points, "idle_members": shape.idle_member_rows},
+}
+# Per group and optional series, rows beyond this are summarised by their count (a page stays light).
 OPTIONAL_ROWS_PER_GROUP = 500
 
 
@@ -56,44 +57,32 @@ def _read(spark: SparkSession, config: Config, name: str, group: str | None) -> 
 
 
 def _by_group(rows: DataFrame) -> dict[str, list[list[Any]]]:
-    """Each group's rows as lists in the frame's column order (the page names the columns once)."""
+    """Each group's rows as lists in the frame's column order (the page names the columns once); the
+    shaped frames hold numbers, text and booleans only, which JSON carries as they are."""
     grouped: dict[str, list[list[Any]]] = defaultdict(list)
-    for row in rows.collect():
+    # In time order: a line chart joins its points in the order it is given them.
+    order = [name for name in rows.columns if name.endswith("_at_ms")] or _columns(rows)
+    for row in rows.orderBy("group_id", order[0]).collect():
         values = row.asDict()
-        grouped[values.pop("group_id")].append([_plain(value) for value in values.values()])
+        grouped[values.pop("group_id")].append(list(values.values()))
     return grouped
-
-
-def _plain(value: Any) -> Any:
-    """A value JSON can carry: times as ISO text (UTC), decimals as numbers, structures flattened."""
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=value.tzinfo or UTC).isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, list | tuple):
-        return ", ".join(str(_plain(item)) for item in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{key}: {_plain(item)}" for key, item in value.items())
-    return value
 
 
 def _columns(rows: DataFrame) -> list[str]:
     return [name for name in rows.columns if name != "group_id"]
 
 
-def _optional_sections(
-    spark: SparkSession, config: Config, group: str | None
-) -> dict[str, tuple[list[str], dict[str, list]] | None]:
-    """Each optional table's columns and rows per group, or None when the warehouse does not hold it."""
-    sections: dict[str, tuple[list[str], dict[str, list]] | None] = {}
-    for name in OPTIONAL_INPUTS:
+def _optional_sections(spark: SparkSession, config: Config, group: str | None) -> dict[str, dict | None]:
+    """Each optional table's series (columns, rows per group), or None when the warehouse does not hold it."""
+    sections: dict[str, dict | None] = {}
+    for name, shapes in OPTIONAL_SERIES.items():
         if not spark.catalog.tableExists(config.table(name)):
             sections[name] = None
             continue
-        rows = _read(spark, config, name, group).drop("cluster")
-        sections[name] = (_columns(rows), _by_group(rows))
+        rows = _read(spark, config, name, group)
+        sections[name] = {
+            part: (_columns(shaped := to_series(rows)), _by_group(shaped)) for part, to_series in shapes.items()
+        }
     return sections
 
 

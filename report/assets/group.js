@@ -10,7 +10,7 @@
     ["health", summary.health], ["status", summary.status], ["protocol", summary.group_protocol],
     ["state", summary.state], ["members", summary.member_count], ["generation", summary.generation],
     ["rebalances", summary.rebalance_count], ["rebalances / day", summary.rebalances_per_day],
-    ["offset lag", formatNumber(summary.offset_lag)], ["time lag (s)", summary.time_lag_seconds],
+    ["offset lag", formatNumber(summary.offset_lag)], ["time lag (s)", formatNumber(summary.time_lag_seconds)],
     ["last seen (UTC)", formatTime(summary.last_seen_at_ms)],
   ];
   document.getElementById("summary").innerHTML =
@@ -25,6 +25,8 @@
   const lastTime = times.length ? Math.max(...times) : Date.now();
   const timeAxis = { type: "time", axisLabel: { hideOverlap: true } };
   const grid = { left: 60, right: 60, top: 40, bottom: 40 };
+  // Rebalances bunch up within seconds of a long history: both time charts zoom (wheel, or the slider).
+  const zoom = [{ type: "inside", xAxisIndex: 0 }, { type: "slider", xAxisIndex: 0, height: 16, bottom: 8 }];
 
   const causes = [...new Set(series.rebalances.map((r) => r.cause))].sort();
   chart("chart-generations", {
@@ -33,7 +35,7 @@
       : `rebalance to generation ${p.value[1]}: ${escapeHtml(p.seriesName)}<br>${formatTime(p.value[0])}<br>` +
         `${p.value[2]} moved (minimal ${p.value[3]}), members ${p.value[4]} → ${p.value[5]}` },
     legend: { top: 0, type: "scroll" },
-    grid, xAxis: timeAxis, yAxis: { type: "value", name: "generation", minInterval: 1 },
+    grid: { ...grid, bottom: 60 }, dataZoom: zoom, xAxis: timeAxis, yAxis: { type: "value", name: "generation", minInterval: 1 },
     series: [
       { name: "generation", type: "line", step: "end", symbolSize: 5,
         data: series.generations.map((g) => [g.recorded_at_ms, g.generation, g.member_count, g.state]) },
@@ -62,9 +64,9 @@
       ? `${escapeHtml(partitions[p.value[1]])} moved ${formatTime(p.value[0])}<br>${escapeHtml(p.value[2])} → ${escapeHtml(p.value[3])}${p.value[4] ? " (forced)" : ""}`
       : `${escapeHtml(partitions[p.value[2]])}: ${escapeHtml(p.value[3])}<br>${formatTime(p.value[0])} – ${p.value[4] ? formatTime(p.value[1]) : "now"}` },
     legend: { top: 0, data: ["moves"] },
-    grid: { ...grid, left: 140 }, xAxis: timeAxis,
+    grid: { ...grid, left: 140, bottom: 60 }, xAxis: timeAxis,
     yAxis: { type: "category", data: partitions, inverse: true },
-    dataZoom: [{ type: "inside", xAxisIndex: 0 }],
+    dataZoom: zoom,
     series: [
       { name: "ownership", type: "custom", encode: { x: [0, 1], y: 2 },
         renderItem: (params, api) => {
@@ -83,6 +85,9 @@
         data: series.moves.map((m) => [m.completed_at_ms, row[m.topic_partition], m.from_member_key, m.to_member_key, m.is_forced]) },
     ],
   });
+
+  document.getElementById("owners").innerHTML = members
+    .map((m) => `<span class="owner"><span class="swatch" style="background:${colour[m]}"></span>${escapeHtml(m)}</span>`).join("");
 
   chart("chart-lag", {
     tooltip: { trigger: "axis" }, legend: { top: 0 }, grid, xAxis: timeAxis,
@@ -104,18 +109,50 @@
     ],
   });
 
-  for (const [name, table] of Object.entries(data.optional)) {
+  const notComputed = (name) => {
     const body = document.querySelector(`#section-${name} .body`);
-    if (table === null) {
-      body.dataset.state = "not-computed";
-      body.innerHTML = `<p class="not-computed">Not computed: the warehouse holds no <code>${escapeHtml(name)}</code> table yet (a nightly of a groupscope that builds it fills it).</p>`;
-      continue;
-    }
-    body.dataset.state = "computed";
-    const more = table.total > table.rows.length ? `<p class="note">${table.rows.length} of ${table.total} rows shown.</p>` : "";
-    body.innerHTML = table.rows.length
-      ? `<table class="rows">${htmlTable(table.columns, table.rows)}</table>${more}`
-      : `<p class="note">No row for this group.</p>`;
+    body.dataset.state = "not-computed";
+    body.innerHTML = `<p class="not-computed">Not computed: the warehouse holds no <code>${escapeHtml(name)}</code> table (a nightly of a groupscope that builds it fills it).</p>`;
+  };
+  const optionalTable = (id, part, format) => {
+    const more = part.total > part.rows.length ? `<caption>${part.rows.length} of ${part.total} rows shown</caption>` : "";
+    document.getElementById(id).innerHTML = part.rows.length
+      ? more + htmlTable(part.columns, part.rows, format)
+      : "<tbody><tr><td>No row for this group.</td></tr></tbody>";
+  };
+  const timeColumns = (column, value) => (column.endsWith("_at_ms") ? formatTime(value) : value);
+
+  if (data.optional.rebalance_whatif === null) notComputed("rebalance_whatif");
+  else {
+    document.querySelector("#section-rebalance_whatif .body").dataset.state = "computed";
+    const whatif = records(data.optional.rebalance_whatif.whatif);
+    const label = (w) => (w.is_actual_assignor ? `${w.assignor} (in use)` : w.assignor);
+    chart("chart-whatif", {
+      tooltip: { trigger: "axis" }, legend: { top: 0 }, grid,
+      xAxis: { type: "category", data: whatif.map(label) }, yAxis: { type: "value", name: "partitions", minInterval: 1 },
+      series: [
+        { name: "moved", type: "bar", data: whatif.map((w) => w.moved_partition_count) },
+        { name: "revoked", type: "bar", data: whatif.map((w) => w.revoked_partition_count) },
+        { name: "minimal moves", type: "line", data: whatif.map((w) => w.minimal_moves) },
+      ],
+    });
+    optionalTable("whatif", data.optional.rebalance_whatif.whatif);
+  }
+
+  if (data.optional.generation_capacity === null) notComputed("generation_capacity");
+  else {
+    document.querySelector("#section-generation_capacity .body").dataset.state = "computed";
+    const capacity = records(data.optional.generation_capacity.capacity);
+    chart("chart-capacity", {
+      tooltip: { trigger: "axis" }, legend: { top: 0 }, grid, xAxis: timeAxis,
+      yAxis: [{ type: "value", name: "capacity used", min: 0, max: 1 }, { type: "value", name: "members", minInterval: 1 }],
+      series: [
+        { name: "capacity used", type: "line", step: "end", data: capacity.map((c) => [c.recorded_at_ms, c.capacity_used]) },
+        { name: "idle members", type: "bar", yAxisIndex: 1, barMaxWidth: 8, data: capacity.map((c) => [c.recorded_at_ms, c.idle_member_count]) },
+        { name: "members", type: "line", yAxisIndex: 1, step: "end", data: capacity.map((c) => [c.recorded_at_ms, c.member_count]) },
+      ],
+    });
+    optionalTable("idle-members", data.optional.generation_capacity.idle_members, timeColumns);
   }
   document.body.dataset.ready = "true";
 })();
