@@ -1,7 +1,8 @@
 """Airflow DAGs that run groupscope's jobs through `spark-submit.sh` (docs/airflow.md).
 
-- `groupscope_nightly`: one task per stage (capture -> ingest -> decode -> history -> metrics -> views), then
-  `maintenance` on one day of the week, so an operator can clear and re-run a single stage.
+- `groupscope_nightly`: one task per stage (capture -> ingest -> decode -> history -> metrics -> views), the group
+  report of the night's tables (`report`: report.out_dir/<cluster>, docs/report.md), then `maintenance` on one day
+  of the week, so an operator can clear and re-run a single stage.
 - `groupscope_capture`: every 15 minutes, new `__consumer_offsets` records and an end-offset snapshot.
 
 Every task runs `<GROUPSCOPE_HOME>/spark-submit.sh [--master M] JOB --conf FILE --run-date {{ ds }} [--cluster C]`.
@@ -27,7 +28,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
 MAINTENANCE_DAY = os.environ.get("GROUPSCOPE_MAINTENANCE_DAY", "Sunday")
 
-NIGHTLY_STAGES = ("capture", "ingest", "decode", "history", "metrics", "views")
+NIGHTLY_STAGES = ("capture", "ingest", "decode", "history", "metrics", "views", "report")
 # Generous bounds for a large cluster's day; a stage that hangs is killed and retried instead of blocking the
 # next night (max_active_runs=1 queues it behind this one).
 NIGHTLY_TIMEOUTS = {
@@ -37,6 +38,7 @@ NIGHTLY_TIMEOUTS = {
     "history": timedelta(hours=2),
     "metrics": timedelta(hours=2),
     "views": timedelta(minutes=30),
+    "report": timedelta(minutes=30),
     "maintenance": timedelta(hours=3),
 }
 # A capture run must end well within its 15-minute slot; what one run misses the next one takes.
@@ -104,7 +106,7 @@ with DAG(
         use_task_logical_date=True,
         follow_task_ids_if_true=["maintenance"],
         follow_task_ids_if_false=[],
-        # Table upkeep does not depend on today's views having been built.
+        # Table upkeep does not depend on today's views or report having been built.
         trigger_rule=TriggerRule.ALL_DONE,
     )
     chain(*stages, maintenance_day, job_task("maintenance", NIGHTLY_TIMEOUTS["maintenance"]))

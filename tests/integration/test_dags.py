@@ -32,7 +32,7 @@ AIRFLOW_VENV = REPO_ROOT / ".venv-airflow"
 DAGS_FOLDER = REPO_ROOT / "dags"
 SAMPLE_SEGMENTS = REPO_ROOT / "samples" / "kafka-4.2.1" / "segments"
 LOGICAL_DATE = "2026-03-14"
-NIGHTLY_STAGES = ["capture", "ingest", "decode", "history", "metrics", "views"]
+NIGHTLY_STAGES = ["capture", "ingest", "decode", "history", "metrics", "views", "report"]
 NIGHTLY_JOBS = [*NIGHTLY_STAGES, "maintenance"]
 CAPTURE_JOBS = ["capture", "end_offsets"]
 # Settings for the render: the checkout from the worker's environment, the rest as Airflow Variables
