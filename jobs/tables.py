@@ -25,7 +25,15 @@ RAW_RECORDS = "raw_records"
 TOPIC_IDS = "topic_ids"
 END_OFFSETS = "end_offsets"
 SILVER_INPUTS = ("offset_commits", "group_metadata", "group_members", "consumer_group_records")
-HISTORY_TABLES = ("generations", "generation_assignments", "rebalances", "partition_movements", "rebalance_frequency")
+HISTORY_TABLES = (
+    "generations",
+    "generation_assignments",
+    "rebalances",
+    "partition_movements",
+    "rebalance_frequency",
+    "rebalance_whatif",
+    "generation_capacity",
+)
 METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 
 # A committed Delta version: a commit file or a checkpoint (temporary files start with a dot).

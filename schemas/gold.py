@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 )
 
 from schemas.columns import column
+from schemas.whatif import WHATIF_SCHEMAS
 
 # Fields of structs held in arrays are nullable: Delta does not enforce NOT NULL inside arrays.
 # Partitions assigned to a member, by topic. KIP-848 and share assignments name topics by id: `topic` is
@@ -339,4 +340,5 @@ GOLD_SCHEMAS = {
     "consumer_status": consumer_status_schema,
     "group_status": group_status_schema,
     "group_daily": group_daily_schema,
+    **WHATIF_SCHEMAS,
 }

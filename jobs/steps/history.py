@@ -1,4 +1,5 @@
-"""History: silver group records -> gold generations, assignments, rebalances, movements, frequency.
+"""History: silver group records -> gold generations, assignments, rebalances, movements, frequency, the
+what-if replay of every rebalance through Kafka's assignors, and idle capacity.
 
 Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
 A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
 from jobs.runs import JobRun
 from jobs.tables import (
@@ -38,7 +40,18 @@ from jobs.watermarks import (
     write_noted,
 )
 from schemas import gold, ops
-from transforms.gold import assignment_math, epochs, frequency, generations, offsets, rebalances, touched
+from transforms.gold import (
+    assignment_math,
+    epochs,
+    frequency,
+    generations,
+    idle,
+    offsets,
+    rebalances,
+    touched,
+    whatif,
+    whatif_inputs,
+)
 from transforms.gold.generations import GROUP
 
 STEP = "history"
@@ -87,6 +100,9 @@ def build_history(
     )
     store("partition_movements", rebalances.partition_movements(framed, changes))
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
+    replay = materialized(whatif_inputs.replay_inputs(rebalance_rows, gens))
+    store("rebalance_whatif", whatif.rebalance_whatif(replay, replay_assignors(replay), rebalance_rows))
+    store("generation_capacity", idle.generation_capacity(gens))
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:

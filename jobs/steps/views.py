@@ -10,6 +10,7 @@ from jobs.config import REPO_ROOT, Config
 from jobs.runs import JobRun
 from jobs.tables import ensure_table
 from schemas.share_gold import SHARE_SCHEMAS
+from schemas.whatif import WHATIF_SCHEMAS
 
 SQL_DIR = REPO_ROOT / "sql"
 DATABASE_PLACEHOLDER = "${database}"
@@ -18,10 +19,12 @@ VIEWS = (
     "current_assignment",
     "current_lag",
     "stuck_partitions",
+    "idle_members",
     "group_health",
     "rebalance_timeline",
     "top_moving_groups",
     "current_share_lag",
+    "whatif_summary",
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -49,8 +52,9 @@ def view_statement(name: str, database: str) -> str:
 
 def create_views(spark: SparkSession, config: Config) -> list[str]:
     """Creates or replaces every view in `config.database`; returns their qualified names, in creation order."""
-    # A cluster without share groups never writes the share tables its view reads.
-    for name, schema in SHARE_SCHEMAS.items():
+    # A cluster without share groups never writes the share tables its view reads; a warehouse an earlier
+    # groupscope wrote has no what-if or capacity tables until its next history run.
+    for name, schema in {**SHARE_SCHEMAS, **WHATIF_SCHEMAS}.items():
         ensure_table(spark, config.table(name), schema, partition_by=("cluster",))
     created = []
     for name in VIEWS:
