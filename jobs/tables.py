@@ -14,7 +14,7 @@ from pyspark.sql.types import StructType
 
 from jobs.config import Config
 from jobs.connect_files import committed_location
-from jobs.delta_tables import DeltaTable, is_connect
+from jobs.delta_tables import DeltaTable, is_connect, table_location
 from schemas import gold
 from transforms.schema_check import check_declared_types
 
@@ -61,8 +61,8 @@ def ensure_table(
     if exists:
         _add_declared_columns(spark, name, schema)
     if change_feed and exists:
-        properties = DeltaTable.forName(spark, name).detail().first().properties
-        if properties.get(CHANGE_FEED_PROPERTY) != "true":
+        (feed,) = spark.sql(f"SHOW TBLPROPERTIES {name} ('{CHANGE_FEED_PROPERTY}')").collect()
+        if feed.value != "true":
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{CHANGE_FEED_PROPERTY}' = 'true')")
 
 
@@ -126,10 +126,6 @@ def database_tables(spark: SparkSession, database: str) -> list[str]:
     tables = {row.tableName for row in spark.sql(f"SHOW TABLES IN {quoted}").collect() if not row.isTemporary}
     views = {row.viewName for row in spark.sql(f"SHOW VIEWS IN {quoted}").collect()}
     return sorted(tables - views)
-
-
-def table_location(spark: SparkSession, name: str) -> str:
-    return DeltaTable.forName(spark, name).detail().select("location").first()["location"]
 
 
 def replace_cluster_rows(spark: SparkSession, name: str, rows: DataFrame, cluster: str) -> None:
