@@ -30,7 +30,7 @@ from tests.background_runs import CLUSTER, DATABASE, SPARK_HOME, free_port, live
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import RUN_COLUMNS, canonical, delta_tables
 from tests.kill import progress_lines
-from tests.small_data import toml_lines
+from tests.small_data import COMPILED_SMALL_DATA_SPARK_CONF, toml_lines
 
 LOOPBACK = "127.0.0.1"
 SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
@@ -49,7 +49,7 @@ database = "{DATABASE}"
 remote = "{remote}"
 
 [spark.conf]
-{toml_lines()}
+{toml_lines(COMPILED_SMALL_DATA_SPARK_CONF)}
 [storage]
 warehouse_dir = {json.dumps(str(warehouse))}
 
