@@ -25,6 +25,10 @@
   const lastTime = times.length ? Math.max(...times) : Date.now();
   const timeAxis = { type: "time", axisLabel: { hideOverlap: true } };
   const grid = { left: 60, right: 60, top: 40, bottom: 40 };
+  // An empty chart says what it lacks instead of showing bare axes.
+  const whenEmpty = (rows, text) => (rows.length ? {} : {
+    title: { text, left: "center", top: "middle", textStyle: { color: "#59636e", fontWeight: "normal", fontSize: 13 } },
+  });
   // Rebalances bunch up within seconds of a long history: both time charts zoom (wheel, or the slider).
   const zoom = [{ type: "inside", xAxisIndex: 0 }, { type: "slider", xAxisIndex: 0, height: 16, bottom: 8 }];
 
@@ -60,6 +64,7 @@
   const palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#bab0ac", "#ff9da6", "#79706e"];
   const colour = Object.fromEntries(members.map((m, i) => [m, palette[i % palette.length]]));
   chart("chart-ownership", {
+    ...whenEmpty(series.ownership, "No partition was assigned in any generation of this group."),
     tooltip: { trigger: "item", formatter: (p) => p.seriesName === "moves"
       ? `${escapeHtml(partitions[p.value[1]])} moved ${formatTime(p.value[0])}<br>${escapeHtml(p.value[2])} → ${escapeHtml(p.value[3])}${p.value[4] ? " (forced)" : ""}`
       : `${escapeHtml(partitions[p.value[2]])}: ${escapeHtml(p.value[3])}<br>${formatTime(p.value[0])} – ${p.value[4] ? formatTime(p.value[1]) : "now"}` },
@@ -90,6 +95,7 @@
     .map((m) => `<span class="owner"><span class="swatch" style="background:${colour[m]}"></span>${escapeHtml(m)}</span>`).join("");
 
   chart("chart-lag", {
+    ...whenEmpty(series.lag, "No end-offset snapshot holds a committed offset of this group."),
     tooltip: { trigger: "axis" }, legend: { top: 0 }, grid, xAxis: timeAxis,
     yAxis: [{ type: "value", name: "offset lag" }, { type: "value", name: "time lag (s)" }],
     series: [
@@ -100,6 +106,7 @@
   });
 
   chart("chart-status", {
+    ...whenEmpty(series.status, "No status window evaluated this group."),
     tooltip: { trigger: "axis" }, legend: { top: 0 }, grid, xAxis: timeAxis,
     yAxis: [{ type: "category", data: ["OK", "WARN", "ERR"], name: "status" }, { type: "value", name: "total lag" }],
     series: [
