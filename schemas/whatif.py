@@ -54,9 +54,8 @@ rebalance_whatif_schema = StructType(
         column("round_count", IntegerType(), False),  # cooperative-sticky: 2 when the first round revoked some
         column("member_count", IntegerType(), False),
         column("assigned_partition_count", IntegerType(), False),
-        column(
-            "moved_partition_count", IntegerType(), False
-        ),  # owned before by another member still or formerly in the group
+        # owned before (KIP-848: targeted) by another member, still in the group or gone
+        column("moved_partition_count", IntegerType(), False),
         column("newly_assigned_partition_count", IntegerType(), False),  # no owner before
         column("unassigned_partition_count", IntegerType(), False),  # owned before, nobody's after
         # partitions revoked, so not consumed, during the rebalance: eager, all the remaining members owned
