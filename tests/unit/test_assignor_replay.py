@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from jobs.assignor_replay import replay_lines
 
 TOPICS = [{"topic": "Order", "partition_count": 7}, {"topic": "Stock", "partition_count": 5}]
@@ -19,17 +21,17 @@ def _member(key: str, owned: list[str] = (), generation: int | None = None, topi
     return {"member_key": key, "topics": list(topics), "generation": generation, "owned": partitions}
 
 
-def _replay(members: list[dict], protocol: str = "classic", topics=TOPICS) -> dict[str, dict]:
-    line = {"key": {"group_id": "g"}, "group_protocol": protocol, "group_id": "g", "topics": topics, "members": members}
-    results = {}
-    for text in replay_lines([json.dumps(line)]):
-        result = json.loads(text)
-        owners: dict[str, list[str]] = {}
-        for row in result["assignment"]:
-            owners.setdefault(row["member_key"], []).append(f"{row['topic'][0]}{row['partition']}")
-        result["owners"] = owners
-        results[result["assignor"]] = result
-    return results
+def _line(case: str, members: list[dict], protocol: str = "classic", topics=TOPICS) -> str:
+    return json.dumps(
+        {"key": {"case": case}, "group_protocol": protocol, "group_id": "g", "topics": topics, "members": members}
+    )
+
+
+def _owners(result: dict) -> dict[str, list[str]]:
+    owners: dict[str, list[str]] = {}
+    for row in result["assignment"]:
+        owners.setdefault(row["member_key"], []).append(f"{row['topic'][0]}{row['partition']}")
+    return owners
 
 
 BEFORE = {
@@ -45,49 +47,76 @@ AFTER_C3_CRASHED = {
 }
 
 
-def test_reference_example_before_the_crash():
-    replayed = _replay([_member("C1"), _member("C2"), _member("C3")])
-    assert {name: replayed[name]["owners"] for name in BEFORE} == BEFORE
-    assert all(replayed[name]["round_count"] == 1 for name in BEFORE)
+COOPERATIVE_HELD = {"C1": ["O0", "O1", "O2", "O3", "S0", "S1"], "C2": ["O4", "O5", "O6", "S2", "S3", "S4"]}
+BALANCED_HELD = {"C1": ["O0", "O2", "O4", "O6", "S1", "S3"], "C2": ["O1", "O3", "O5", "S0", "S2", "S4"]}
+ORDER_ONLY = [{"topic": "Order", "partition_count": 2}]
+CASES = {
+    "before": _line("before", [_member("C1"), _member("C2"), _member("C3")]),
+    **{
+        f"after-{name}": _line(f"after-{name}", [_member("C1", held["C1"], 1), _member("C2", held["C2"], 1)])
+        for name, held in BEFORE.items()
+    },
+    "newcomer": _line(
+        "newcomer", [_member("C1", COOPERATIVE_HELD["C1"], 4), _member("C2", COOPERATIVE_HELD["C2"], 4), _member("C3")]
+    ),
+    "balanced": _line("balanced", [_member("C1", BALANCED_HELD["C1"], 2), _member("C2", BALANCED_HELD["C2"], 2)]),
+    "crowded": _line("crowded", [_member(f"C{i}", topics=["Order"]) for i in range(1, 5)], topics=ORDER_ONLY),
+    "kip848": _line(
+        "kip848",
+        [_member("C1", ["O0", "O1", "O2"], 3), _member("C2", ["O3", "O4", "O5", "O6"], 3, topics=["Order"])],
+        protocol="consumer",
+    ),
+    # a topic id that is not one: the coordinator's code refuses it
+    "refused": _line("refused", [_member("C1")], protocol="consumer", topics=[{**TOPICS[0], "topic_id": "not-an-id"}]),
+}
 
 
-def test_reference_example_after_c3_crashes_each_assignor_from_its_own_assignment():
+@pytest.fixture(scope="module")
+def replayed() -> dict[str, dict[str, dict]]:
+    """case -> assignor -> result, every case through one JVM."""
+    results: dict[str, dict[str, dict]] = {}
+    for text in replay_lines(list(CASES.values())):
+        result = json.loads(text)
+        result["owners"] = _owners(result) if "assignment" in result else None
+        results.setdefault(result["key"]["case"], {})[result.get("assignor", "error")] = result
+    return results
+
+
+def test_reference_example_before_the_crash(replayed):
+    before = replayed["before"]
+    assert {name: before[name]["owners"] for name in BEFORE} == BEFORE
+    assert all(before[name]["round_count"] == 1 for name in BEFORE)
+
+
+def test_reference_example_after_c3_crashes_each_assignor_from_its_own_assignment(replayed):
     for name, expected in AFTER_C3_CRASHED.items():
-        before = BEFORE[name]
-        replayed = _replay([_member("C1", before["C1"], 1), _member("C2", before["C2"], 1)])
-        assert replayed[name]["owners"] == expected, name
+        assert replayed[f"after-{name}"][name]["owners"] == expected, name
     sticky = AFTER_C3_CRASHED["sticky"]
     assert set(BEFORE["sticky"]["C1"]) < set(sticky["C1"]) and set(BEFORE["sticky"]["C2"]) < set(sticky["C2"])
 
 
-def test_cooperative_sticky_revokes_in_a_first_round_what_the_second_hands_to_the_newcomer():
-    held = {"C1": ["O0", "O1", "O2", "O3", "S0", "S1"], "C2": ["O4", "O5", "O6", "S2", "S3", "S4"]}
-    replayed = _replay([_member("C1", held["C1"], 4), _member("C2", held["C2"], 4), _member("C3")])
-    cooperative = replayed["cooperative-sticky"]
+def test_cooperative_sticky_revokes_in_a_first_round_what_the_second_hands_to_the_newcomer(replayed):
+    held = COOPERATIVE_HELD
+    cooperative = replayed["newcomer"]["cooperative-sticky"]
     revoked = sorted(f"{row['topic'][0]}{row['partition']}" for row in cooperative["revoked"])
     assert cooperative["round_count"] == 2
     assert len(revoked) == 4 and sorted(cooperative["owners"]["C3"]) == revoked
     assert all(set(cooperative["owners"][key]) == set(held[key]) - set(revoked) for key in held)
 
 
-def test_cooperative_sticky_takes_one_round_when_nothing_is_revoked():
-    held = {"C1": ["O0", "O2", "O4", "O6", "S1", "S3"], "C2": ["O1", "O3", "O5", "S0", "S2", "S4"]}
-    replayed = _replay([_member("C1", held["C1"], 2), _member("C2", held["C2"], 2)])
-    assert replayed["cooperative-sticky"]["round_count"] == 1
-    assert replayed["cooperative-sticky"]["owners"] == held and replayed["cooperative-sticky"]["revoked"] == []
+def test_cooperative_sticky_takes_one_round_when_nothing_is_revoked(replayed):
+    cooperative = replayed["balanced"]["cooperative-sticky"]
+    assert cooperative["round_count"] == 1
+    assert cooperative["owners"] == BALANCED_HELD and cooperative["revoked"] == []
 
 
-def test_more_members_than_partitions_leaves_members_without_partitions():
-    topics = [{"topic": "Order", "partition_count": 2}]
-    members = [_member(f"C{i}", topics=["Order"]) for i in range(1, 5)]
-    replayed = _replay(members, topics=topics)
+def test_more_members_than_partitions_leaves_members_without_partitions(replayed):
     for name in ("range", "roundrobin", "sticky", "cooperative-sticky"):
-        assert sorted(replayed[name]["owners"]) == ["C1", "C2"], name
+        assert sorted(replayed["crowded"][name]["owners"]) == ["C1", "C2"], name
 
 
-def test_kip848_groups_get_the_brokers_uniform_and_range_assignors():
-    members = [_member("C1", ["O0", "O1", "O2"], 3), _member("C2", ["O3", "O4", "O5", "O6"], 3, topics=["Order"])]
-    replayed = _replay(members, protocol="consumer")
+def test_kip848_groups_get_the_brokers_uniform_and_range_assignors(replayed):
+    replayed = replayed["kip848"]
     assert set(replayed) == {"uniform", "range"}
     # only C1 subscribes to Stock; uniform balances the members' totals (6 and 6), so C1 gives up O1 and O2
     uniform = {"C1": ["O0", "S0", "S1", "S2", "S3", "S4"], "C2": ["O1", "O2", "O3", "O4", "O5", "O6"]}
@@ -97,3 +126,9 @@ def test_kip848_groups_get_the_brokers_uniform_and_range_assignors():
         "C1": ["O0", "O1", "O2", "O3", "S0", "S1", "S2", "S3", "S4"],
         "C2": ["O4", "O5", "O6"],
     }
+
+
+def test_a_rebalance_an_assignor_refuses_is_one_error_line_and_the_others_are_replayed(replayed):
+    assert list(replayed["refused"]) == ["error"]
+    assert replayed["refused"]["error"]["error"].startswith("java.lang.IllegalArgumentException")
+    assert len(replayed) == len(CASES)

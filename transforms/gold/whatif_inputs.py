@@ -70,19 +70,27 @@ def _subscription(member: Column, group_protocol: Column) -> Column:
     return F.array_sort(F.when(F.size(F.coalesce(decoded, F.array())) > 0, decoded).otherwise(given))
 
 
-def _replay_member(member: Column, previous: Column, previous_generation: Column, group_protocol: Column) -> Column:
+def _replay_member(
+    member: Column, before_members: Column, previous_generation: Column, group_protocol: Column
+) -> Column:
     key = member_key(member)
-    was_member = F.array_contains(F.map_keys(previous), key)
-    owned = F.transform(
-        F.coalesce(F.try_element_at(previous, key), F.array()),
-        lambda p: F.struct(p["topic"].alias("topic"), p["partition"].alias("partition")),
+    # looked up by filter, not a map: a key held twice must not fail the run (maps refuse duplicate keys)
+    same_owner = F.filter(before_members, lambda before: member_key(before) == key)
+    owned = F.flatten(
+        F.transform(
+            same_owner,
+            lambda before: F.transform(
+                held(before, group_protocol),
+                lambda p: F.struct(p["topic"].alias("topic"), p["partition"].alias("partition")),
+            ),
+        )
     )
     return F.struct(
         key.alias("member_key"),
         member["group_instance_id"].alias("instance_id"),
         member["rack_id"].alias("rack_id"),
         _subscription(member, group_protocol).alias("topics"),
-        F.when(was_member, previous_generation).alias("generation"),
+        F.when(F.size(same_owner) > 0, previous_generation).alias("generation"),
         owned.alias("owned"),
     )
 
@@ -121,12 +129,6 @@ def replay_inputs(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
         *INCARNATION, F.col("generation").alias("previous_generation"), F.col("members").alias("before_members")
     )
     protocol = F.col("group_protocol")
-    previous = F.map_from_entries(
-        F.transform(
-            F.coalesce("before_members", F.array()),
-            lambda member: F.struct(member_key(member), held(member, protocol)),
-        )
-    )
     joined = (
         rebalances.select(*REBALANCE, "previous_generation", "group_protocol")
         .join(after, on=list(REBALANCE), how="inner")
@@ -138,9 +140,12 @@ def replay_inputs(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
         protocol.alias("group_protocol"),
         F.col("group_id"),
         _topics(F.col("before_members"), F.col("members"), protocol).alias("topics"),
-        F.transform("members", lambda m: _replay_member(m, previous, F.col("previous_generation"), protocol)).alias(
-            "members"
-        ),
+        F.transform(
+            "members",
+            lambda m: _replay_member(
+                m, F.coalesce("before_members", F.array()), F.col("previous_generation"), protocol
+            ),
+        ).alias("members"),
         _owner_rows(F.col("before_members"), protocol).alias("previous_owners"),
         _owner_rows(F.col("members"), protocol).alias("actual_assignment"),
     )

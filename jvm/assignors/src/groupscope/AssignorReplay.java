@@ -58,6 +58,7 @@ import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignment
  * "revoked": [...]}: eager assignors see no owned partitions (an eager member revokes all before it joins;
  * sticky's memory is its user data); cooperative-sticky is run twice, as a group does: the first round withholds
  * the partitions changing owner, their owners revoke them, and a second round (generation + 1) hands them out.
+ * A rebalance an assignor throws on gives one line {"key", "error"} instead.
  */
 public final class AssignorReplay {
   private static final int NO_GENERATION = -1;
@@ -71,7 +72,18 @@ public final class AssignorReplay {
     String line;
     while ((line = in.readLine()) != null) {
       if (line.isBlank()) continue;
-      for (ObjectNode result : replay(JSON.readTree(line))) {
+      JsonNode rebalance = JSON.readTree(line);
+      List<ObjectNode> results;
+      try {
+        results = replay(rebalance);
+      } catch (RuntimeException refused) {
+        // An assignor refusing one membership must not cost the night its other rebalances: said, not thrown.
+        ObjectNode error = JSON.createObjectNode();
+        error.set("key", rebalance.get("key"));
+        error.put("error", String.valueOf(refused));
+        results = List.of(error);
+      }
+      for (ObjectNode result : results) {
         out.write(JSON.writeValueAsString(result));
         out.newLine();
       }
