@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 HEALTH_DELETED, HEALTH_CRITICAL, HEALTH_WARNING, HEALTH_OK = "deleted", "critical", "warning", "ok"
 STATUS_ERR, STATUS_WARN = "ERR", "WARN"
+WHATIF_PERIOD = "last_30_days"  # the whatif_summary view's period the report shows
 # An owner is named by its static instance id when it has one, else its member id (gold's member_key).
 UNKNOWN_MEMBER = "?"
 
@@ -181,37 +182,22 @@ def status_points(group_status: DataFrame) -> DataFrame:
     )
 
 
-def whatif_summary(whatif: DataFrame) -> DataFrame:
-    """One row per (group, assignor) of the what-if replay: what each assignor would have cost over all
-    the group's replayed rebalances, beside what the group's own assignor did."""
-    return (
-        whatif.groupBy("group_id", "assignor")
-        .agg(
-            F.count(F.lit(1)).alias("rebalance_count"),
-            F.max("is_actual_assignor").alias("is_actual_assignor"),
-            F.sum("moved_partition_count").alias("moved_partition_count"),
-            F.sum("revoked_partition_count").alias("revoked_partition_count"),
-            F.sum("minimal_moves").alias("minimal_moves"),
-            F.round(F.avg("stickiness"), 3).alias("mean_stickiness"),
-            F.max("skew").alias("max_skew"),
-            F.sum("idle_member_count").alias("idle_member_count"),
-            F.sum("estimated_pause_ms").alias("estimated_pause_ms"),
-            F.count_if("is_same_as_actual").alias("same_as_actual_count"),
-        )
-        .select(
-            "group_id",
-            "assignor",
-            "is_actual_assignor",
-            "rebalance_count",
-            "moved_partition_count",
-            "revoked_partition_count",
-            "minimal_moves",
-            "mean_stickiness",
-            "max_skew",
-            "idle_member_count",
-            "estimated_pause_ms",
-            "same_as_actual_count",
-        )
+def whatif_last_30_days(whatif_summary: DataFrame) -> DataFrame:
+    """One row per (group, assignor): the whatif_summary view's last 30 days (ending at the cluster's
+    latest rebalance), what each assignor would have cost beside the one the group used."""
+    return whatif_summary.where(F.col("period") == F.lit(WHATIF_PERIOD)).select(
+        "group_id",
+        "assignor",
+        "is_actual_assignor",
+        "rebalance_count",
+        "moved_partition_count",
+        "unnecessary_moves",
+        "revoked_partition_count",
+        F.round("average_stickiness", 3).alias("average_stickiness"),
+        "max_skew",
+        "max_idle_member_count",
+        "estimated_pause_ms",
+        "same_as_actual_count",
     )
 
 
@@ -232,7 +218,7 @@ def idle_member_rows(capacity: DataFrame) -> DataFrame:
     idle = F.col("idle")
     return (
         capacity.where(F.col("idle_member_count") > 0)
-        .select("group_id", "recorded_at", "generation", F.explode("idle_members").alias("idle"))
+        .select("group_id", "recorded_at", "generation", "idle_since", F.explode("idle_members").alias("idle"))
         .select(
             "group_id",
             epoch_ms(F.col("recorded_at")).alias("recorded_at_ms"),
@@ -242,5 +228,6 @@ def idle_member_rows(capacity: DataFrame) -> DataFrame:
             idle["client_host"].alias("client_host"),
             F.array_join(idle["subscribed_topics"], ", ").alias("subscribed_topics"),
             idle["reason"].alias("reason"),
+            epoch_ms(F.col("idle_since")).alias("idle_since_at_ms"),
         )
     )

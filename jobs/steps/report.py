@@ -29,10 +29,11 @@ GOLD_INPUTS = (
     "group_status",
     "group_daily",
 )
-# Tables of issue 19's what-if replay and over-provisioned groups, and the series drawn from each; a
-# warehouse without one gets a page section that says it was not computed rather than an empty chart.
+# Issue 19's what-if replay (its summary view) and over-provisioned groups (the capacity table), with the
+# series drawn from each; a warehouse without one gets a page section that says it was not computed
+# rather than an empty chart.
 OPTIONAL_SERIES = {
-    "rebalance_whatif": {"whatif": shape.whatif_summary},
+    "whatif_summary": {"whatif": shape.whatif_last_30_days},
     "generation_capacity": {"capacity": shape.capacity_points, "idle_members": shape.idle_member_rows},
 }
 # Per group and optional series, rows beyond this are summarised by their count (a page stays light).
@@ -73,7 +74,8 @@ def _columns(rows: DataFrame) -> list[str]:
 
 
 def _optional_sections(spark: SparkSession, config: Config, group: str | None) -> dict[str, dict | None]:
-    """Each optional table's series (columns, rows per group), or None when the warehouse does not hold it."""
+    """Each optional table's or view's series (columns, rows per group), or None when the warehouse does not
+    hold it."""
     sections: dict[str, dict | None] = {}
     for name, shapes in OPTIONAL_SERIES.items():
         if not spark.catalog.tableExists(config.table(name)):

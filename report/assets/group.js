@@ -119,7 +119,7 @@
   const notComputed = (name) => {
     const body = document.querySelector(`#section-${name} .body`);
     body.dataset.state = "not-computed";
-    body.innerHTML = `<p class="not-computed">Not computed: the warehouse holds no <code>${escapeHtml(name)}</code> table (a nightly of a groupscope that builds it fills it).</p>`;
+    body.innerHTML = `<p class="not-computed">Not computed: the warehouse holds no <code>${escapeHtml(name)}</code> (a nightly of a groupscope that builds it fills it).</p>`;
   };
   const optionalTable = (id, part, format) => {
     const more = part.total > part.rows.length ? `<caption>${part.rows.length} of ${part.total} rows shown</caption>` : "";
@@ -129,10 +129,10 @@
   };
   const timeColumns = (column, value) => (column.endsWith("_at_ms") ? formatTime(value) : value);
 
-  if (data.optional.rebalance_whatif === null) notComputed("rebalance_whatif");
+  if (data.optional.whatif_summary === null) notComputed("whatif_summary");
   else {
-    document.querySelector("#section-rebalance_whatif .body").dataset.state = "computed";
-    const whatif = records(data.optional.rebalance_whatif.whatif);
+    document.querySelector("#section-whatif_summary .body").dataset.state = "computed";
+    const whatif = records(data.optional.whatif_summary.whatif);
     const label = (w) => (w.is_actual_assignor ? `${w.assignor} (in use)` : w.assignor);
     chart("chart-whatif", {
       tooltip: { trigger: "axis" }, legend: { top: 0 }, grid,
@@ -140,10 +140,10 @@
       series: [
         { name: "moved", type: "bar", data: whatif.map((w) => w.moved_partition_count) },
         { name: "revoked", type: "bar", data: whatif.map((w) => w.revoked_partition_count) },
-        { name: "minimal moves", type: "line", data: whatif.map((w) => w.minimal_moves) },
+        { name: "unnecessary moves", type: "bar", data: whatif.map((w) => w.unnecessary_moves) },
       ],
     });
-    optionalTable("whatif", data.optional.rebalance_whatif.whatif);
+    optionalTable("whatif", data.optional.whatif_summary.whatif);
   }
 
   if (data.optional.generation_capacity === null) notComputed("generation_capacity");

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs.runs import JobRun
 from jobs.steps.report import GOLD_INPUTS, OPTIONAL_SERIES, nightly_report
-from jobs.steps.views import database_identifier
+from jobs.steps.views import create_views, database_identifier
 from jobs.tables import sql_string_literal
 from tests.background_runs import CLUSTER
 from tests.background_runs import DATABASE as NIGHTLY_DATABASE
@@ -30,11 +30,13 @@ from tests.delta_compare import delta_tables
 DATABASE = "groupscope_report"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHART_IDS = ("chart-generations", "chart-ownership", "chart-lag", "chart-status")
+# Each optional section and the table of §1-2 that its source is, or is a view of.
+SECTION_SOURCES = {"whatif_summary": "rebalance_whatif", "generation_capacity": "generation_capacity"}
 
 
 @pytest.fixture(scope="module")
 def nightly_tables(spark, spark_config, local_nightly):
-    """The nightly's tables registered here; the config the report step reads them with."""
+    """The nightly's tables registered here with the views over them; the config the report step reads them with."""
     tables = delta_tables(local_nightly.wait(), NIGHTLY_DATABASE)
     config = replace(spark_config, database=DATABASE, cluster=CLUSTER)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {database_identifier(DATABASE)}")
@@ -42,6 +44,7 @@ def nightly_tables(spark, spark_config, local_nightly):
         spark.sql(
             f"CREATE TABLE IF NOT EXISTS {config.table(name)} USING delta LOCATION {sql_string_literal(str(location))}"
         )
+    create_views(spark, config)
     return config, set(tables)
 
 
@@ -193,12 +196,19 @@ def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, b
         gold["group_status"].select("group_id", ms("evaluated_at").alias("t"), "status"),
         lambda row: [row.t, row.status],
     )
+    config, _ = nightly_tables
     whatif_moves = defaultdict(dict)
     if "rebalance_whatif" in held:
-        config, _ = nightly_tables
         whatif = spark.table(config.table("rebalance_whatif")).where(F.col("cluster") == CLUSTER)
         for row in whatif.groupBy("group_id", "assignor").agg(F.sum("moved_partition_count").alias("moved")).collect():
             whatif_moves[row.group_id][row.assignor] = row.moved
+    capacity = {}
+    if "generation_capacity" in held:
+        rows = spark.table(config.table("generation_capacity")).where(F.col("cluster") == CLUSTER)
+        capacity = _by_group(
+            rows.select("group_id", ms("recorded_at").alias("t"), "capacity_used"),
+            lambda row: [row.t, row.capacity_used],
+        )
     index = OpenedPage(browser, site)
     pages = dict(index.page.evaluate("groupscope.data.groups.map(g => [g[0], g[g.length - 1]])"))
     assert rebalances and ownership and moves and lag and status  # the capture has something to draw in each
@@ -221,12 +231,15 @@ def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, b
             assert opened.page.locator(f"#{chart_id} canvas").count() == 1, (group_id, chart_id)
         for name in OPTIONAL_SERIES:
             state = opened.page.get_attribute(f"#section-{name} .body", "data-state")
-            assert state == ("computed" if name in held else "not-computed"), (group_id, name)
-        if "rebalance_whatif" in held and whatif_moves.get(group_id):
+            assert state == ("computed" if SECTION_SOURCES[name] in held else "not-computed"), (group_id, name)
+        if whatif_moves.get(group_id):
             drawn = opened.chart("chart-whatif")
             assignors = [label.removesuffix(" (in use)") for label in drawn["categories"]]
             moved = {s["name"]: s["data"] for s in drawn["series"]}["moved"]
             assert dict(zip(assignors, moved, strict=True)) == whatif_moves[group_id], group_id
+        if capacity.get(group_id):
+            drawn = {s["name"]: s["data"] for s in opened.chart("chart-capacity")["series"]}
+            assert sorted(drawn["capacity used"]) == sorted(capacity[group_id]), group_id
         opened.assert_clean()
         if group_id in rebalances:
             opened.page.screenshot(path=str(screenshots / f"group-{group_id}.png"), full_page=True)
