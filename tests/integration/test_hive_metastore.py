@@ -3,9 +3,9 @@ Hive 3.1.3 standalone metastore on a private PostgreSQL; while one real `spark-s
 sample writes through it, `./spark-sql.sh` reads a table the nightly has written and beeline asks the Thrift
 server, all three on the one service. With the embedded Derby metastore the second of them exits 75.
 
-One module fixture runs everything once, side by side: the service, the nightly, a nightly named a port
-where no service listens (same warehouse and database: it must fail in bounded time naming the URI and
-leave nothing behind for the good run), the Thrift server; spark-sql and beeline while the nightly runs,
+One module fixture runs everything once: first a nightly named a port where no service listens (same
+warehouse and database: it must fail in bounded time naming the URI and leave nothing behind) while the
+service starts; then the good nightly, the Thrift server, spark-sql and beeline while the nightly runs,
 and beeline again on the finished tables.
 """
 
@@ -108,9 +108,6 @@ def shared(tmp_path_factory):
     folder = Path(tempfile.mkdtemp(prefix="groupscope-metastore-"))
     folder.chmod(0o755)
     service = MetastoreService(folder, secrets.token_urlsafe(18))
-    started = service.script("start", INSTALL_TIMEOUT_SECONDS)
-    assert started.returncode == 0, f"scripts/metastore.sh start failed:\n{started.stdout}\n{started.stderr}"
-    answered_at_start = accepts_connections(service.port)  # start returns once the service answers
     warehouse = work / "warehouse"
     conf = environment_file(work / "hive.toml", service.uri, warehouse)
     unreachable_uri = f"thrift://{LOOPBACK}:{free_port()}"
@@ -120,12 +117,19 @@ def shared(tmp_path_factory):
     runs: list[Run] = []
     background = ThreadPoolExecutor(2)
     try:
+        # The run aimed at a closed port needs no service: it fails while the service starts, and the good
+        # nightly comes after it, on the same warehouse and database, as the next night's run would.
         unreachable = Run.start(
             "nightly", environment_file(work / "bad.toml", unreachable_uri, warehouse), work / "bad.out", {}
         )
-        unreachable_result = background.submit(unreachable.finish)  # waited for now: its duration is measured
+        runs.append(unreachable)
+        unreachable_result = background.submit(unreachable.finish)
+        started = service.script("start", INSTALL_TIMEOUT_SECONDS)
+        assert started.returncode == 0, f"scripts/metastore.sh start failed:\n{started.stdout}\n{started.stderr}"
+        answered_at_start = accepts_connections(service.port)  # start returns once the service answers
+        bad_code, bad_output, bad_seconds = unreachable_result.result()
         nightly = Run.start("nightly", conf, work / "nightly.out", {})
-        runs += [unreachable, nightly]
+        runs.append(nightly)
         thrift = Process.start(
             "thrift server",
             [str(REPO_ROOT / "scripts" / "thriftserver.sh"), "--conf", str(conf), "--port", str(thrift_port)],
@@ -153,7 +157,6 @@ def shared(tmp_path_factory):
         nightly_code, nightly_output, nightly_seconds = nightly.finish()
         finished_tables = "SELECT job, outcome FROM job_runs; SELECT count(*) AS rebalances FROM rebalance_timeline"
         after = run_sql([*beeline, "-e", finished_tables], env)
-        bad_code, bad_output, bad_seconds = unreachable_result.result()
         yield {
             "service": service,
             "answered_at_start": answered_at_start,
