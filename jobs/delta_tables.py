@@ -122,6 +122,20 @@ class _CreateIfNotExists:
         self._spark.sql(text).collect()
 
 
+class _Optimize:
+    """OPTIMIZE table [WHERE predicate]: its result is executeCompaction's (path, metrics)."""
+
+    def __init__(self, table: SqlDeltaTable) -> None:
+        self._table, self._where = table, ""
+
+    def where(self, predicate: str) -> _Optimize:
+        self._where = f" WHERE {predicate}"
+        return self
+
+    def executeCompaction(self) -> DataFrame:
+        return self._table.spark.sql(f"OPTIMIZE {_quoted(self._table.name)}{self._where}")
+
+
 class SqlDeltaTable:
     """The calls the jobs make on delta-spark's DeltaTable, through SQL (Spark Connect sessions)."""
 
@@ -147,12 +161,18 @@ class SqlDeltaTable:
         return _Merge(self, source, condition)
 
     def delete(self, condition: str | None = None) -> None:
-        if isinstance(condition, Column):  # forget's: SQL text cannot carry a Column
-            raise NotImplementedError("a delete on a Column condition (forget) has no Spark Connect path yet")
+        if isinstance(condition, Column):  # SQL text cannot carry a Column
+            raise NotImplementedError("a delete on a Column condition has no Spark Connect path: give SQL text")
         self.spark.sql(f"DELETE FROM {_quoted(self.name)}{f' WHERE {condition}' if condition else ''}").collect()
 
     def detail(self) -> DataFrame:
         return self.spark.sql(f"DESCRIBE DETAIL {_quoted(self.name)}")
+
+    def optimize(self) -> _Optimize:
+        return _Optimize(self)
+
+    def vacuum(self) -> DataFrame:
+        return self.spark.sql(f"VACUUM {_quoted(self.name)}")
 
     def history(self, limit: int | None = None) -> DataFrame:
         return self.spark.sql(f"DESCRIBE HISTORY {_quoted(self.name)}{f' LIMIT {int(limit)}' if limit else ''}")

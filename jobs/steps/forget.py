@@ -3,8 +3,7 @@ tables up to date, as if that input had never been read."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
@@ -14,13 +13,21 @@ from jobs.steps.decode import decode
 from jobs.steps.history import history
 from jobs.steps.metrics import metrics
 from jobs.steps.views import create_views
-from jobs.tables import RAW_RECORDS, cluster_rows
+from jobs.tables import RAW_RECORDS, cluster_rows, sql_string_literal
 
 
-def forgotten(source_files: tuple[str, ...], capture_runs: tuple[str, ...]) -> Column:
-    """The raw records read from those files (or landed tables) or by those runs."""
-    names = [as_source_file(path) if "://" not in path else path for path in source_files]
-    return F.col("source_file").isin([*names, *source_files]) | F.col("capture_run_id").isin(list(capture_runs))
+def forgotten(source_files: tuple[str, ...], capture_runs: tuple[str, ...]) -> str:
+    """The raw records read from those files (or landed tables) or by those runs, as SQL: Delta's delete
+    takes it through Spark Connect too, where a Column condition has no SQL form to send."""
+    names = dict.fromkeys(
+        [*(as_source_file(path) if "://" not in path else path for path in source_files), *source_files]
+    )
+    clauses = [
+        f"{column} IN ({', '.join(sql_string_literal(value) for value in values)})"
+        for column, values in (("source_file", names), ("capture_run_id", capture_runs))
+        if values
+    ]
+    return " OR ".join(clauses) or "false"
 
 
 def forget(
@@ -29,7 +36,7 @@ def forget(
     """Deletes the records in one commit; decode then deletes their silver rows (a delete from raw other
     than by retention is undone downstream), and history and metrics rebuild the groups they touched.
     A kill at any point leaves a state the next run of this job, or the next nightly, completes."""
-    condition = (F.col("cluster") == F.lit(config.cluster)) & forgotten(source_files, capture_runs)
+    condition = f"cluster = {sql_string_literal(config.cluster)} AND ({forgotten(source_files, capture_runs)})"
     count = cluster_rows(spark, config, RAW_RECORDS).where(condition).count()
     run.counts["raw_records_forgotten"] = count
     if count:

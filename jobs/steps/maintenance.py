@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
-from jobs.delta_tables import DeltaTable
+from jobs.delta_tables import DeltaTable, is_connect
 from jobs.raw_changes import retire
 from jobs.runs import JobRun
 from jobs.tables import RAW_RECORDS, database_tables, sql_string_literal
@@ -24,10 +24,10 @@ def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
     settings = config.section("maintenance")
     retain_hours = settings.get("vacuum_retain_hours")
     # Spark lists a table's directories with up to 10,000 tasks by default, which costs a small
-    # table tens of seconds; a few tasks per core list even large tables just as fast locally.
-    spark.conf.set(
-        "spark.sql.sources.parallelPartitionDiscovery.parallelism", str(4 * spark.sparkContext.defaultParallelism)
-    )
+    # table tens of seconds; a few tasks per core list even large tables just as fast locally. A Spark
+    # Connect client cannot see the server's cores: it asks for as many as a 4-core server would get.
+    cores = 4 if is_connect(spark) else spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.parallelism", str(4 * cores))
     raw_retention_days = int(settings.get("raw_retention_days", 0))
     if raw_retention_days > 0:
         cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
