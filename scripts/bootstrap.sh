@@ -88,10 +88,14 @@ fi
 # copied beside every report the report job writes: the sites open from disk with no network.
 want="$(stamp_of report/package.json report/package-lock.json)"
 if [[ ! -f report/node_modules/echarts/dist/echarts.min.js || "$(cat report/node_modules/.groupscope-stamp 2>/dev/null)" != "$want" ]]; then
-  echo "bootstrap: installing the report's charting library (npm ci in report/)" >&2
-  command -v npm >/dev/null || { echo "bootstrap: npm not found: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
-  npm ci --prefix report --no-audit --no-fund --loglevel=error >&2
-  echo "$want" > report/node_modules/.groupscope-stamp
+  # Only the report needs it: without npm every other job still runs, and the report job says what is missing.
+  if command -v npm >/dev/null; then
+    echo "bootstrap: installing the report's charting library (npm ci in report/)" >&2
+    npm ci --prefix report --no-audit --no-fund --loglevel=error >&2
+    echo "$want" > report/node_modules/.groupscope-stamp
+  else
+    echo "bootstrap: npm not found, so the group report's charting library is not installed (Debian: apt-get install npm)" >&2
+  fi
 fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
