@@ -82,8 +82,10 @@ IDLE_MEMBER = StructType(
         column("client_id", StringType()),
         column("client_host", StringType()),
         column("subscribed_topics", ArrayType(StringType())),
-        # more_members_than_partitions: its topics' partitions all went to others; subscription_matches_nothing:
-        # no partition of a topic it subscribes to was assigned; unknown: its subscription was not decoded
+        # more_members_than_partitions: its topics' partitions all went to others, fewer than the members;
+        # assignor_gave_none: the same with partitions enough for all (a cooperative first round, range over
+        # small topics); subscription_matches_nothing: no partition of a topic it subscribes to was assigned;
+        # unknown: its subscription was not decoded
         column("reason", StringType()),
     ]
 )

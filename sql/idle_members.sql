@@ -1,6 +1,6 @@
 -- idle_members: members that own nothing. One row per (cluster, group_id, generation, member) for every
 -- member without partitions in a generation of a consumer group (table generation_capacity), with why
--- (`reason`: more_members_than_partitions | subscription_matches_nothing | unknown), the generation's
+-- (`reason`: more_members_than_partitions | assignor_gave_none | subscription_matches_nothing | unknown), the generation's
 -- capacity (members, partitions per member, `capacity_used` = members owning something / members), and
 -- how long the group has been carrying idle members: `idle_for_ms`, from `idle_since` to the end of the
 -- generation, or for the current one to the latest data the warehouse holds for the cluster (its latest

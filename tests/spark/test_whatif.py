@@ -40,6 +40,9 @@ HISTORY = [
     # lazy: one member too many from t=1000 on; a day later (another group's record) it still has it
     record("lazy", 5, 1000, 1, [("A", None, ["Order"], {"Order": [0]}), ("B", None, ["Order"], {})]),
     record("late", 6, 1000 + DAY_SECONDS + 60, 1, [("A", None, ["Order"], {"Order": [0]})]),
+    # uneven: both one-partition topics went to A, B idles with partitions enough for both; then B gets one
+    record("uneven", 7, 50, 1, [("A", None, BOTH, {"Order": [0], "Stock": [0]}), ("B", None, BOTH, {})]),
+    record("uneven", 8, 60, 2, [("A", None, BOTH, {"Order": [0]}), ("B", None, BOTH, {"Stock": [0]})]),
 ]  # fmt: skip
 
 
@@ -164,6 +167,7 @@ def test_views_sum_moves_per_assignor_list_idle_members_and_flag_groups_idle_for
         ("idle", 2, "D", "more_members_than_partitions", 200_000, False),
         ("idle", 2, "E", "subscription_matches_nothing", 200_000, False),
         ("lazy", 1, "B", "more_members_than_partitions", (DAY_SECONDS + 60) * 1000, True),
+        ("uneven", 1, "B", "assignor_gave_none", 10_000, False),
     ]
     health = spark.table(config.table("group_health")).collect()
     assert [(r.group_id, r.idle_member_count, r.idle_since, r.is_long_idle) for r in health] == [

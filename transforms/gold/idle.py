@@ -4,7 +4,11 @@ group has been carrying idle members.
 
 A member is idle when it owns no partition when the generation starts (classic: its assignment; KIP-848:
 its current assignment as the epoch left it, not the target). Why, as far as the records tell:
-- more_members_than_partitions: partitions of topics it subscribes to were assigned, all to others;
+- more_members_than_partitions: partitions of topics it subscribes to were assigned, all to others, and
+  the generation has more members than assigned partitions;
+- assignor_gave_none: the same, but with partitions enough for every member: what a cooperative
+  rebalance's first round leaves a joining member with, or range over topics with fewer partitions than
+  members; not over-provisioning;
 - subscription_matches_nothing: no partition of any topic it subscribes to was assigned (a typo, a topic
   not created yet, a pattern that matches nothing);
 - unknown: its subscription was not decoded.
@@ -20,27 +24,29 @@ from transforms.gold.generations import INCARNATION, REBALANCE
 from transforms.gold.whatif_inputs import CLASSIC, CONSUMER, CONSUMER_PROTOCOL_TYPE, member_partitions
 
 MORE_MEMBERS_THAN_PARTITIONS = "more_members_than_partitions"
+ASSIGNOR_GAVE_NONE = "assignor_gave_none"
 SUBSCRIPTION_MATCHES_NOTHING = "subscription_matches_nothing"
 UNKNOWN = "unknown"
 
 
-def _reason(subscribed: Column, assigned_topics: Column) -> Column:
+def _reason(subscribed: Column, assigned_topics: Column, too_many_members: Column) -> Column:
     has_subscription = F.size(F.coalesce(subscribed, F.array())) > 0
     return (
         F.when(~has_subscription, F.lit(UNKNOWN))
-        .when(F.arrays_overlap(subscribed, assigned_topics), F.lit(MORE_MEMBERS_THAN_PARTITIONS))
-        .otherwise(F.lit(SUBSCRIPTION_MATCHES_NOTHING))
+        .when(~F.arrays_overlap(subscribed, assigned_topics), F.lit(SUBSCRIPTION_MATCHES_NOTHING))
+        .when(too_many_members, F.lit(MORE_MEMBERS_THAN_PARTITIONS))
+        .otherwise(F.lit(ASSIGNOR_GAVE_NONE))
     )
 
 
-def _idle_member(member: Column, assigned_topics: Column) -> Column:
+def _idle_member(member: Column, assigned_topics: Column, too_many_members: Column) -> Column:
     return F.struct(
         member["member_id"].alias("member_id"),
         member["group_instance_id"].alias("group_instance_id"),
         member["client_id"].alias("client_id"),
         member["client_host"].alias("client_host"),
         member["subscribed_topics"].alias("subscribed_topics"),
-        _reason(member["subscribed_topics"], assigned_topics).alias("reason"),
+        _reason(member["subscribed_topics"], assigned_topics, too_many_members).alias("reason"),
     )
 
 
@@ -77,13 +83,14 @@ def generation_capacity(generations: DataFrame) -> DataFrame:
         )
     )
     idle = F.filter(members, lambda m: F.size(member_partitions(m["assigned_partitions"])) == 0)
+    too_many_members = F.size(members) > F.aggregate(counts, F.lit(0), lambda total, n: total + n)
     measured = (
         generations.withColumn("valid_until", F.lead("recorded_at").over(log_order))
         .where(F.col("generation").isNotNull() & is_consumer_group)
         .withColumns(
             {
                 "counts": counts,
-                "idle_members": F.transform(idle, lambda m: _idle_member(m, assigned_topics)),
+                "idle_members": F.transform(idle, lambda m: _idle_member(m, assigned_topics, too_many_members)),
             }
         )
         .withColumn("idle_member_count", F.size("idle_members"))
