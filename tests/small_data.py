@@ -19,9 +19,7 @@ SMALL_DATA_SPARK_CONF = {
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
 }
-# A Spark Connect server with interpreted expressions ran out of heap (2g, twice) or stack (CI) serializing
-# a history task of the 170-record sample, where compiled ones never did; the classic runs are unaffected.
-# Not understood yet: the Connect test's server compiles.
+# What the Spark Connect test's server runs with (tests/integration/test_spark_connect.py explains why).
 COMPILED_SMALL_DATA_SPARK_CONF = {
     key: value for key, value in SMALL_DATA_SPARK_CONF.items() if not key.startswith("spark.sql.codegen.")
 }

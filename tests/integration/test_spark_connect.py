@@ -37,6 +37,12 @@ SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
 COMMAND_TIMEOUT_SECONDS = 1200  # the nightly through the server at load ~16 took 7 minutes with default settings
 FAILURE_BOUND_SECONDS = 60  # a closed port fails at the first connection: no JVM starts on the client's side
 FAST_PATH_WARNING = "WARNING: the Spark Connect server"
+# The history step through a Connect server has run out of heap while serializing one task of the 170-record
+# sample (the rebalances write: CI, with compiled and with interpreted expressions; not every run), which no
+# classic run ever has. Not understood yet (docs/connect.md, known issues). Adaptive execution is the suspect,
+# being what varies between runs of the same plan: the test's server runs without it, and with more heap.
+SERVER_SPARK_CONF = {**COMPILED_SMALL_DATA_SPARK_CONF, "spark.sql.adaptive.enabled": "false"}
+SERVER_MEMORY = "3g"
 
 
 def environment_file(path: Path, remote: str, warehouse: Path) -> Path:
@@ -49,7 +55,7 @@ database = "{DATABASE}"
 remote = "{remote}"
 
 [spark.conf]
-{toml_lines(COMPILED_SMALL_DATA_SPARK_CONF)}
+{toml_lines(SERVER_SPARK_CONF)}
 [storage]
 warehouse_dir = {json.dumps(str(warehouse))}
 
@@ -89,6 +95,7 @@ def connect(tmp_path_factory):
         **spark_environment(work),
         "GROUPSCOPE_CONNECT_PORT": str(port),
         "GROUPSCOPE_CONNECT_DIR": str(work / "server"),
+        "GROUPSCOPE_CONNECT_MEMORY": SERVER_MEMORY,
     }
     script = str(REPO_ROOT / "scripts" / "connect.sh")
     nightly_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf"]
