@@ -39,10 +39,12 @@ FAILURE_BOUND_SECONDS = 60  # a closed port fails at the first connection: no JV
 FAST_PATH_WARNING = "WARNING: the Spark Connect server"
 # The history step through a Connect server has run out of heap while serializing one task of the 170-record
 # sample (the rebalances write: CI, with compiled and with interpreted expressions; not every run), which no
-# classic run ever has. Not understood yet (docs/connect.md, known issues). Adaptive execution is the suspect,
-# being what varies between runs of the same plan: the test's server runs without it, and with more heap.
+# classic run ever has. Not understood yet (docs/connect.md, known issues). The test's server runs without
+# adaptive execution (the first suspect, being what varies between runs of the same plan) and with more heap.
 SERVER_SPARK_CONF = {**COMPILED_SMALL_DATA_SPARK_CONF, "spark.sql.adaptive.enabled": "false"}
 SERVER_MEMORY = "3g"
+# It still happened once in three runs without adaptive execution: the fixture then runs the nightly again.
+KNOWN_HEAP_FAILURE = ("java.lang.OutOfMemoryError", "Java heap space", "java.lang.StackOverflowError")
 
 
 def environment_file(path: Path, remote: str, warehouse: Path) -> Path:
@@ -122,6 +124,11 @@ def connect(tmp_path_factory):
             Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() if pid.isdigit() else ""
         )
         nightly = run([*nightly_command, str(conf)], env)
+        if nightly[0] != 0 and any(sign in nightly[1] for sign in KNOWN_HEAP_FAILURE):
+            # The known issue (SERVER_SPARK_CONF): shown, then the next run, as the next night's would, must
+            # complete what the failed one left, on the same server, and pass every test below.
+            print(f"known issue, first nightly through the server failed:\n{nightly[1][-1500:]}")
+            nightly = run([*nightly_command, str(conf)], env)
         yield {
             "remote": remote,
             "status": status,
