@@ -78,7 +78,7 @@ if [[ ! -f "$replay_jar" || "$(cat jvm/assignors/jars/.replay-stamp 2>/dev/null)
   echo "bootstrap: compiling the assignor replay (jvm/assignors)" >&2
   command -v javac >/dev/null || { echo "bootstrap: javac not found: install a Java 17 JDK, not only a JRE" >&2; exit 1; }
   classes="$(mktemp -d)"
-  javac -nowarn --release 17 -cp "jvm/assignors/jars/*" -d "$classes" jvm/assignors/src/groupscope/*.java
+  javac -nowarn -XDsuppressNotes --release 17 -cp "jvm/assignors/jars/*" -d "$classes" jvm/assignors/src/groupscope/*.java
   jar cf "$replay_jar.new" -C "$classes" groupscope
   mv -f "$replay_jar.new" "$replay_jar"
   rm -rf "$classes"
@@ -91,7 +91,7 @@ if [[ ! -f report/node_modules/echarts/dist/echarts.min.js || "$(cat report/node
   # Only the report needs it: without npm every other job still runs, and the report job says what is missing.
   if command -v npm >/dev/null; then
     echo "bootstrap: installing the report's charting library (npm ci in report/)" >&2
-    npm ci --prefix report --no-audit --no-fund --loglevel=error >&2
+    npm ci --prefix report --no-audit --no-fund --loglevel=error >/dev/null
     echo "$want" > report/node_modules/.groupscope-stamp
   else
     echo "bootstrap: npm not found, so the group report's charting library is not installed (Debian: apt-get install npm)" >&2
