@@ -19,10 +19,6 @@ SMALL_DATA_SPARK_CONF = {
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
 }
-# What the Spark Connect test's server runs with (tests/integration/test_spark_connect.py explains why).
-COMPILED_SMALL_DATA_SPARK_CONF = {
-    key: value for key, value in SMALL_DATA_SPARK_CONF.items() if not key.startswith("spark.sql.codegen.")
-}
 
 
 def toml_lines(settings: dict[str, str] = SMALL_DATA_SPARK_CONF) -> str:
