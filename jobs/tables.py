@@ -33,6 +33,7 @@ HISTORY_TABLES = (
     "rebalance_frequency",
     "rebalance_whatif",
     "generation_capacity",
+    "streams_members",
 )
 METRICS_TABLES = ("lag", "lag_daily", "consumer_status", "group_status", "group_daily")
 

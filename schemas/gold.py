@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 )
 
 from schemas.columns import column
+from schemas.streams_gold import STREAMS_SCHEMAS
 from schemas.whatif import WHATIF_SCHEMAS
 
 # Fields of structs held in arrays are nullable: Delta does not enforce NOT NULL inside arrays.
@@ -341,4 +342,5 @@ GOLD_SCHEMAS = {
     "group_status": group_status_schema,
     "group_daily": group_daily_schema,
     **WHATIF_SCHEMAS,
+    **STREAMS_SCHEMAS,
 }

@@ -1,5 +1,5 @@
 """History: silver group records -> gold generations, assignments, rebalances, movements, frequency, the
-what-if replay of every rebalance through Kafka's assignors, and idle capacity.
+what-if replay of every rebalance through Kafka's assignors, idle capacity, and streams groups' members.
 
 Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
 A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
@@ -48,6 +48,7 @@ from transforms.gold import (
     idle,
     offsets,
     rebalances,
+    streams_members,
     touched,
     whatif,
     whatif_inputs,
@@ -103,6 +104,7 @@ def build_history(
     replay = materialized(whatif_inputs.replay_inputs(rebalance_rows, gens))
     store("rebalance_whatif", whatif.rebalance_whatif(replay, replay_assignors(replay), rebalance_rows))
     store("generation_capacity", idle.generation_capacity(gens))
+    store("streams_members", streams_members.streams_members(gens, group_records))
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:

@@ -1,15 +1,18 @@
 """Incremental history equals a from-scratch rebuild, night after night, on real lab captures.
 
-Four captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
-producer's group, four lifecycle groups) make one cluster of seven groups. Their silver rows are cut
-into nights by position in the log (source_partition, source_offset: the log as it stood at a moment)
-and appended night by night to real Delta silver tables with Change Data Feed on, the way the
-incremental decode appends them; the history step runs after each night. Along the way:
-- night 1 ends between the two rounds of a cooperative rebalance, and inside the KIP-848 handover;
-- night 2 completes the rounds, appends transactional commits as pending and goes on with the handover;
+Five captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
+producer's group, four lifecycle groups, two Kafka Streams groups) make one cluster of nine groups.
+Their silver rows are cut into nights by position in the log (source_partition, source_offset: the log as
+it stood at a moment) and appended night by night to real Delta silver tables with Change Data Feed on,
+the way the incremental decode appends them; the history step runs after each night. Along the way:
+- night 1 ends between the two rounds of a cooperative rebalance, inside the KIP-848 handover, and
+  inside a streams epoch (after its target, before most members reached it);
+- night 2 completes the rounds, appends transactional commits as pending, goes on with the handover and
+  ends inside the streams group's next epoch;
 - night 3 resolves the transactions (a Delta UPDATE of txn_state, as decode does when the marker comes),
   brings a late backup of a partition's oldest records, forgets a group (its silver rows deleted), ends
-  the handover, and brings commits that no rebalance reads (their group is not rebuilt);
+  the handover, brings commits that no rebalance reads (their group is not rebuilt), the streams group's
+  last epochs and a second streams group from creation to deletion;
 - night 4 brings nothing new: the same run as night 3's again.
 Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
 and column by column, what `--full` (a rebuild from scratch over the same silver) gives.
@@ -38,8 +41,7 @@ from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_
 
 DATABASE = "groupscope_incremental_history"
 CLUSTER = "nights"
-SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle")
-GROUPS = 7
+SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle", "streams")
 NIGHTS = 4
 NEVER = 99  # the night of rows a scenario never appends (none today; keeps night_of total)
 
@@ -69,6 +71,11 @@ def night_of() -> Column:
         .when(partition == 32, F.when(offset <= 1, F.lit(3)).otherwise(F.lit(1)))
         .when(partition == 10, F.lit(2))
         .when(partition == 16, F.lit(1))
+        # streams: streams-lab's epoch 3 (target at 28) is cut after its newcomer's first current
+        # assignments (29, 30); night 2 ends after epoch 4's target (43) and one member's reaching it (44).
+        # Partition 21 (streams-lab-deleted, created to deleted) comes on night 3.
+        .when(partition == 47, _night(offset, [(1, 30), (2, 44), (3, 10**9)]))
+        .when(partition == 21, F.lit(3))
         .otherwise(F.lit(NEVER))
     )
 
@@ -182,13 +189,16 @@ def _run_nights(spark, config):
 def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(nights):
     _, _, results = nights
     rebuilt = [counts["groups_rebuilt"] for counts, *_ in results]
-    # 1: no note yet, every group of the night (6: life-expired's partition comes on night 2).
-    # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new).
+    # 1: no note yet, every group of the night (7: life-expired's partition comes on night 2, and
+    #    streams-lab-deleted's on night 3).
+    # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new),
+    #    streams-lab (new records).
     # 3: handover-1 (its end), txn-app (its commits resolved: its leaving member's departure reads them),
-    #    life-empty (a backup of its oldest records), life-expired (forgotten); not cooperative-sticky,
-    #    whose new commits come after the commits any of its rebalances reads.
+    #    life-empty (a backup of its oldest records), life-expired (forgotten), streams-lab and
+    #    streams-lab-deleted (new records); not cooperative-sticky, whose new commits come after the
+    #    commits any of its rebalances reads.
     # 4: nothing new.
-    assert rebuilt == [6, 4, 4, 0]
+    assert rebuilt == [7, 5, 6, 0]
 
 
 def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalance(nights):
@@ -223,3 +233,12 @@ def test_the_what_if_and_capacity_tables_are_rebuilt_with_the_groups(nights):
     cooperative = "('group_id', 'cooperative-sticky')"
     assert sum(cooperative in row for row in tables["rebalance_whatif"]) >= 4
     assert any(cooperative in row for row in tables["generation_capacity"])
+
+
+def test_streams_members_follow_their_group_across_nights(nights):
+    """streams_members' rows of the group cut inside two epochs: every epoch of it, standby tasks among them."""
+    _, _, results = nights
+    night_one, last = results[0][1]["streams_members"], results[-1][1]["streams_members"]
+    streams_lab = "('group_id', 'streams-lab')"
+    assert 0 < sum(streams_lab in row for row in night_one) < sum(streams_lab in row for row in last)
+    assert any(streams_lab in row and "('standby_tasks', ())" not in row for row in last), last[:2]

@@ -6,8 +6,8 @@ builder with every other capture):
   The capture's describe-members.txt is kafka-consumer-groups' (empty: a streams group is not a consumer
   group), so the streams tool's output is the one the scenario recorded (event streams_groups_described).
   The last generation of every live streams group holds exactly its members, with every column the tool
-  prints: member id, protocol, client id and active tasks (current and target) from gold; the member
-  epoch, process id, topology epoch and standby / warm-up tasks, which gold does not hold, from silver;
+  prints: member id, protocol, client id and active tasks (current and target) from `generations`; the
+  member epoch, process id, topology epoch and standby / warm-up tasks from `streams_members`;
 - the instances' own logs (scenario.json): each placement they all reported (`streams_placement`) is one
   logical rebalance, whose causes are what the lab did in between (an instance started, closed, was
   killed) and whose moves are the active tasks that changed hands.
@@ -15,7 +15,6 @@ builder with every other capture):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -39,7 +38,6 @@ MEMBERS_COLUMNS = (
     "CLIENT-ID",
     "ASSIGNMENTS",
 )
-RECORD_STREAMS_MEMBER_METADATA, RECORD_STREAMS_CURRENT_ASSIGNMENT = 19, 22
 # StreamsGroupCommand prints each kind of task as `KIND: subtopology:[p,p]; ...` (kinds in upper case).
 TASK_LABEL = re.compile(r"^([A-Z][A-Z-]*):$")
 TASKS = re.compile(r"^([^:]+):\[([0-9,]*)\];?$")
@@ -110,27 +108,13 @@ def test_the_streams_capture_is_among_the_captures_and_describes_its_groups():
     assert parse_members(described(STREAMS_CAPTURES[0]))
 
 
-def _tasks(value: dict, key: str) -> dict[str, list[int]]:
-    return {t["subtopology_id"]: sorted(t["partitions"]) for t in value.get(key) or []}
-
-
-def _silver_latest(lab, capture: Capture, record_type: int) -> dict[tuple[str, str], dict]:
-    """(group, member id) -> the value of the member's latest record of this type in silver."""
-    rows = (
-        lab["consumer_group_records"]
-        .where((F.col("cluster") == F.lit(capture.cluster)) & (F.col("record_type") == record_type))
-        .where(~F.col("is_tombstone"))
-        .groupBy("group_id", "member_id")
-        .agg(F.max_by("value_json", "source_offset").alias("value_json"))
-        .collect()
-    )
-    return {(r.group_id, r.member_id): json.loads(r.value_json) for r in rows}
+def _tasks(tasks) -> dict[str, list[int]]:
+    return {t.subtopology_id: list(t.partitions) for t in tasks}
 
 
 def tables_members(lab, capture: Capture) -> dict[tuple[str, str], tuple]:
-    """The same view from the tables: the members of each live streams group's last generation (gold), with
-    what gold does not hold (member epoch, standby and warm-up tasks, process, topology epoch) from each
-    member's latest current assignment (type 22) and member metadata (type 19) in silver."""
+    """The same view from the tables: the members of each live streams group's last generation, their
+    client and active tasks (current and target) from `generations`, the rest from `streams_members`."""
     last = (
         lab["generations"]
         .where((F.col("cluster") == F.lit(capture.cluster)) & (F.col("group_protocol") == F.lit("streams")))
@@ -140,26 +124,30 @@ def tables_members(lab, capture: Capture) -> dict[tuple[str, str], tuple]:
         .select("group_id", "last.generation", "last.group_protocol", F.explode("last.members").alias("m"))
         .collect()
     )
-    current = _silver_latest(lab, capture, RECORD_STREAMS_CURRENT_ASSIGNMENT)
-    metadata = _silver_latest(lab, capture, RECORD_STREAMS_MEMBER_METADATA)
+    streams_members = {
+        (r.group_id, r.generation, r.member_id): r
+        for r in lab["streams_members"].where(F.col("cluster") == F.lit(capture.cluster)).collect()
+    }
     members = {}
     for r in last:
         key = (r.group_id, r.m.member_id)
         assert {p.topic_name_source for p in r.m.assigned_partitions + r.m.target_partitions} <= {"subtopology"}
+        member = streams_members[(r.group_id, r.generation, r.m.member_id)]
         kinds = {
             "ACTIVE": {p.topic: sorted(p.partitions) for p in r.m.assigned_partitions},
             "TARGET-ACTIVE": {p.topic: sorted(p.partitions) for p in r.m.target_partitions},
-            "STANDBY": _tasks(current[key], "standby_tasks"),
-            "WARMUP": _tasks(current[key], "warmup_tasks"),
+            "STANDBY": _tasks(member.standby_tasks),
+            "WARMUP": _tasks(member.warmup_tasks),
         }
-        member = metadata[key]
+        # What the member owns is its active tasks: the same in both tables.
+        assert _tasks(member.active_tasks) == kinds["ACTIVE"], key
         members[key] = (
             r.generation,
-            member["topology_epoch"],
+            member.topology_epoch,
             r.group_protocol,
-            current[key]["member_epoch"],
-            member["process_id"],
-            r.m.client_id,
+            member.member_epoch,
+            member.process_id,
+            member.client_id,
             held(kinds),
         )
     return members
