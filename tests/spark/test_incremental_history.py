@@ -1,18 +1,20 @@
 """Incremental history equals a from-scratch rebuild, night after night, on real lab captures.
 
-Five captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
-producer's group, four lifecycle groups, two Kafka Streams groups) make one cluster of nine groups.
+Six captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
+producer's group, four lifecycle groups, two Kafka Streams groups, two share groups) make one cluster of
+eleven groups.
 Their silver rows are cut into nights by position in the log (source_partition, source_offset: the log as
 it stood at a moment) and appended night by night to real Delta silver tables with Change Data Feed on,
 the way the incremental decode appends them; the history step runs after each night. Along the way:
 - night 1 ends between the two rounds of a cooperative rebalance, inside the KIP-848 handover, and
-  inside a streams epoch (after its target, before most members reached it);
+  inside a streams epoch and a share epoch (after their targets, before most members reached them);
 - night 2 completes the rounds, appends transactional commits as pending, goes on with the handover and
-  ends inside the streams group's next epoch;
+  ends inside the streams and share groups' next epochs;
 - night 3 resolves the transactions (a Delta UPDATE of txn_state, as decode does when the marker comes),
   brings a late backup of a partition's oldest records, forgets a group (its silver rows deleted), ends
-  the handover, brings commits that no rebalance reads (their group is not rebuilt), the streams group's
-  last epochs and a second streams group from creation to deletion;
+  the handover, brings commits that no rebalance reads (their group is not rebuilt), the streams and
+  share groups' last epochs, a second streams group from creation to deletion, and the rest of a second
+  share group up to its deletion;
 - night 4 brings nothing new: the same run as night 3's again.
 Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
 and column by column, what `--full` (a rebuild from scratch over the same silver) gives.
@@ -41,7 +43,7 @@ from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_
 
 DATABASE = "groupscope_incremental_history"
 CLUSTER = "nights"
-SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle", "streams")
+SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle", "streams", "share")
 NIGHTS = 4
 NEVER = 99  # the night of rows a scenario never appends (none today; keeps night_of total)
 
@@ -76,6 +78,11 @@ def night_of() -> Column:
         # Partition 21 (streams-lab-deleted, created to deleted) comes on night 3.
         .when(partition == 47, _night(offset, [(1, 30), (2, 44), (3, 10**9)]))
         .when(partition == 21, F.lit(3))
+        # share: share-lab's epoch 4 (target at 22) is cut before its members' current assignments (23-26);
+        # night 2 ends after epoch 7's target (40). share-lab-deleted (partition 19): its first two epochs
+        # on night 1, the rest and its deletion on night 3.
+        .when(partition == 15, _night(offset, [(1, 22), (2, 40), (3, 10**9)]))
+        .when(partition == 19, _night(offset, [(1, 10), (3, 10**9)]))
         .otherwise(F.lit(NEVER))
     )
 
@@ -189,16 +196,16 @@ def _run_nights(spark, config):
 def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(nights):
     _, _, results = nights
     rebuilt = [counts["groups_rebuilt"] for counts, *_ in results]
-    # 1: no note yet, every group of the night (7: life-expired's partition comes on night 2, and
+    # 1: no note yet, every group of the night (9: life-expired's partition comes on night 2, and
     #    streams-lab-deleted's on night 3).
     # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new),
-    #    streams-lab (new records).
+    #    streams-lab and share-lab (new records).
     # 3: handover-1 (its end), txn-app (its commits resolved: its leaving member's departure reads them),
-    #    life-empty (a backup of its oldest records), life-expired (forgotten), streams-lab and
-    #    streams-lab-deleted (new records); not cooperative-sticky, whose new commits come after the
-    #    commits any of its rebalances reads.
+    #    life-empty (a backup of its oldest records), life-expired (forgotten), streams-lab,
+    #    streams-lab-deleted, share-lab and share-lab-deleted (new records); not cooperative-sticky, whose
+    #    new commits come after the commits any of its rebalances reads.
     # 4: nothing new.
-    assert rebuilt == [7, 5, 6, 0]
+    assert rebuilt == [9, 6, 8, 0]
 
 
 def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalance(nights):
@@ -242,3 +249,14 @@ def test_streams_members_follow_their_group_across_nights(nights):
     streams_lab = "('group_id', 'streams-lab')"
     assert 0 < sum(streams_lab in row for row in night_one) < sum(streams_lab in row for row in last)
     assert any(streams_lab in row and "('standby_tasks', ())" not in row for row in last), last[:2]
+
+
+def test_share_groups_follow_their_epochs_across_nights(nights):
+    """The share group cut inside two epochs: more generations after the last night than after the first,
+    and the deleted one ends deleted."""
+    _, _, results = nights
+    night_one, last = results[0][1]["generations"], results[-1][1]["generations"]
+    share_lab, deleted = "('group_id', 'share-lab')", "('group_id', 'share-lab-deleted')"
+    assert 0 < sum(share_lab in row for row in night_one) < sum(share_lab in row for row in last)
+    assert any(deleted in row and "('state', 'deleted')" in row for row in last)
+    assert not any(deleted in row and "('state', 'deleted')" in row for row in night_one)
