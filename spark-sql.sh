@@ -4,7 +4,8 @@
 # conf/local.toml's (./warehouse and its embedded metastore) unless --conf names another environment file;
 # GROUPSCOPE_WAREHOUSE overrides the warehouse. Derby allows one process at a time: while a job runs this
 # exits 75, and a job started while this shell is open is refused the same way. With a Hive metastore
-# service (conf/hive.toml, docs/hive.md) shells, jobs and the Thrift server run side by side.
+# service (conf/hive.toml, docs/hive.md) shells, jobs and the Thrift server run side by side. An s3a://
+# warehouse (conf/s3.toml, docs/s3.md) needs the credential variables its file names in the environment.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
@@ -14,7 +15,10 @@ if [[ "${1:-}" == "--conf" && "${2:-}" != *=* ]]; then config_args+=(--conf "$(r
 [[ -n "${GROUPSCOPE_WAREHOUSE:-}" ]] && config_args+=(--warehouse "$(realpath -m "$GROUPSCOPE_WAREHOUSE")")
 source "$root/scripts/embedded_metastore.sh"
 sql_session_settings ${config_args[@]+"${config_args[@]}"}
-jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
+# Spark's jars, and Hadoop's S3A with the AWS SDK modules it calls (s3a:// warehouses, docs/s3.md), as
+# spark-submit.sh gives the jobs. On S3 the credentials reach the JVM only through its environment: the
+# settings above name the variables ([storage.s3]), never their values, so `ps` shows no secret.
+jars="$(ls "$root"/jvm/spark/jars/*.jar "$root"/jvm/s3/jars/*.jar | paste -sd,)"
 # The venv's Spark launchers find Spark through the Python on PATH; point them at the venv's pyspark.
 export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"

@@ -11,6 +11,7 @@ message built from a store's error passes through `redact`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ S3_SCHEMES = ("s3a", "s3", "s3n")
 # Delta's log store for S3: a commit is a put of the next N.json, which S3 cannot refuse to overwrite
 # through Delta's API, so only one driver may write a table at a time (the run lock, jobs/locks.py).
 DELTA_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
+# What the SQL launchers can hand to Hadoop as ${env.NAME} (credential_references).
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class StoreUnavailable(RuntimeError):
@@ -40,6 +43,14 @@ class S3Settings:
 
     def describe(self) -> str:
         return f"the S3 endpoint {self.endpoint or '(AWS)'}"
+
+    def variables(self) -> dict[str, str]:
+        """The names of the variables holding each credential ("" for one not named)."""
+        return {
+            "access_key": self.access_key_env,
+            "secret_key": self.secret_key_env,
+            "session_token": self.session_token_env,
+        }
 
 
 def s3_settings(config: Config) -> S3Settings:
@@ -70,11 +81,7 @@ def credentials(config: Config, environment: Mapping[str, str] | None = None) ->
     names; empty when none is named (S3A and pyarrow then use the AWS default chain)."""
     environment = os.environ if environment is None else environment
     settings = s3_settings(config)
-    named = {
-        "access_key": settings.access_key_env,
-        "secret_key": settings.secret_key_env,
-        "session_token": settings.session_token_env,
-    }
+    named = settings.variables()
     if bool(settings.access_key_env) != bool(settings.secret_key_env):
         raise ConfigError("[storage.s3] access_key_env and secret_key_env are named together, or neither")
     found = {}
@@ -87,6 +94,24 @@ def credentials(config: Config, environment: Mapping[str, str] | None = None) ->
     return found
 
 
+def credential_references(config: Config, environment: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The credentials as `${env.NAME}`, for a JVM that inherits the variables: Hadoop's Configuration
+    expands the reference when S3A reads the key, inside that JVM. The SQL launchers
+    (jobs/sql_launch.py) pass these on spark-submit's command line, which `ps` shows to every user of
+    the machine, so only the variables' names may be there. Checked like `credentials`: a variable
+    that is not set is named here, before any JVM starts."""
+    found = credentials(config, environment)
+    named = s3_settings(config).variables()
+    for key in found:
+        # Hadoop expands ${...} again inside an expanded value, and reads a name up to its first "}".
+        if "${" in found[key] or not _VARIABLE_NAME.fullmatch(named[key]):
+            raise ConfigError(
+                f"environment variable {named[key]} ([storage.s3] {key}_env) cannot be handed to the SQL "
+                "shell by name: the name must be letters, digits and _, and the value must not contain '${'"
+            )
+    return {key: f"${{env.{named[key]}}}" for key in found}
+
+
 def check_credentials(config: Config) -> None:
     """Before Spark starts: the variables a run on S3 will read are set (exit 2 names the one missing)."""
     if s3_paths(config):
@@ -94,7 +119,8 @@ def check_credentials(config: Config) -> None:
 
 
 def hadoop_settings(config: Config, secrets: Mapping[str, str]) -> dict[str, str]:
-    """The session's spark.hadoop.fs.s3a.* settings, and Delta's log store for S3."""
+    """The session's spark.hadoop.fs.s3a.* settings, and Delta's log store for S3. `secrets` holds the
+    credentials' values (a job's session) or references to their variables (the SQL launchers)."""
     settings = s3_settings(config)
     conf = {
         "spark.delta.logStore.s3a.impl": DELTA_LOG_STORE,

@@ -7,6 +7,11 @@ metastore and the Spark settings, so a shell or a JDBC server opens what the job
 prints, NUL-separated, the warehouse whose embedded metastore the launcher must lock (empty with a
 metastore service, which serves every process at once), then spark-submit's arguments. A wrong setting
 exits 2 with one line, as a job's would.
+
+On S3 (docs/s3.md) the shells get the jobs' S3A settings, but their credentials only as references to
+the variables [storage.s3] names (`${env.NAME}`): these arguments end on spark-submit's command line,
+which any user of the machine can read with `ps`, while the variables' values stay in the environment
+the JVM inherits, where Hadoop's Configuration reads them when S3A asks for the keys.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ from collections.abc import Sequence
 
 from jobs.config import REPO_ROOT, Config, ConfigError, config_from_args, parser, refuse
 from jobs.hive_metastore import hive_settings
+from jobs.object_store import credential_references, hadoop_settings, s3_paths
 from jobs.session import embedded_metastore_conf
 
 
 def launch_arguments(config: Config) -> tuple[str, list[str]]:
     """(the warehouse to lock, or "" for a metastore service; spark-submit's --master and --conf arguments)."""
+    # The local directory: the warehouse, or beside an s3a:// warehouse the embedded metastore's home.
     config.warehouse_dir.mkdir(parents=True, exist_ok=True)
-    settings = {"spark.sql.warehouse.dir": str(config.warehouse_dir), **config.spark_conf}
+    s3 = hadoop_settings(config, credential_references(config)) if s3_paths(config) else {}
+    settings = {"spark.sql.warehouse.dir": config.warehouse, **s3, **config.spark_conf}
     locked = ""
     if config.metastore == "embedded":
         settings.update(embedded_metastore_conf(config.warehouse_dir))

@@ -24,10 +24,12 @@ while [[ $# -gt 0 ]]; do
 done
 
 GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
-jars="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd,)"
-# On the driver's own class path too: each JDBC session resolves Delta's catalog through a class loader
-# that does not see --jars.
-driver_class_path="$(ls "$root"/jvm/spark/jars/*.jar | paste -sd:)"
+# Spark's jars, and Hadoop's S3A with the AWS SDK modules it calls (s3a:// warehouses, docs/s3.md). On the
+# driver's own class path too: each JDBC session resolves Delta's catalog through a class loader that
+# does not see --jars. On S3 the credentials reach the JVM only through its environment (the settings
+# name the variables [storage.s3] names, never their values), so `ps` shows no secret.
+jars="$(ls "$root"/jvm/spark/jars/*.jar "$root"/jvm/s3/jars/*.jar | paste -sd,)"
+driver_class_path="$(ls "$root"/jvm/spark/jars/*.jar "$root"/jvm/s3/jars/*.jar | paste -sd:)"
 export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 [[ "$bind" == 127.* ]] && export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"

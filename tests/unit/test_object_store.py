@@ -1,5 +1,6 @@
-"""[storage.s3] without Spark: what a run on S3 reads from its configuration and environment, and the
-refusals that come before any JVM starts (tests/integration/test_s3.py runs the real thing)."""
+"""[storage.s3] without Spark: what a run on S3, and the SQL shells on its warehouse (jobs/sql_launch.py),
+read from the configuration and environment, and the refusals that come before any JVM starts
+(tests/integration/test_s3.py runs the real thing)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import pytest
 
 from jobs.config import ConfigError, load_config
 from jobs.locks import lock_path
-from jobs.object_store import credentials, hadoop_settings, pyarrow_environment, redact, s3_paths
+from jobs.object_store import (
+    credential_references,
+    credentials,
+    hadoop_settings,
+    pyarrow_environment,
+    redact,
+    s3_paths,
+)
+from jobs.sql_launch import launch_arguments
+from jobs.sql_launch import main as sql_launch
 
 S3_STORAGE = {
     "warehouse_dir": "s3a://lake/warehouse",
@@ -75,3 +85,71 @@ def test_on_s3_the_run_lock_covers_the_database_not_one_cluster():
     assert on_s3[0] == on_s3[1] and on_s3[0].startswith("s3a://lake/warehouse/_groupscope/locks/")
     local = [lock_path(load_config(overrides={"input": {"cluster": cluster}})) for cluster in ("east", "west")]
     assert local[0] != local[1]
+
+
+def conf_arguments(arguments: list[str]) -> dict[str, str]:
+    pairs = [arguments[i + 1] for i, argument in enumerate(arguments) if argument == "--conf"]
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+def test_the_sql_shells_get_the_jobs_s3a_settings_with_the_credentials_by_name_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEST_S3_KEY", "key-id")
+    monkeypatch.setenv("TEST_S3_SECRET", "s3cr3t-value")
+    config = load_config(overrides={"storage": {**S3_STORAGE, "metastore_dir": str(tmp_path / "metastore")}})
+    locked, arguments = launch_arguments(config)
+    settings = conf_arguments(arguments)
+    jobs = hadoop_settings(config, credentials(config))
+    # Every setting a job's session gets, the same, but the keys: those name the variables, never hold them.
+    for key in jobs.keys() - {"spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key"}:
+        assert settings[key] == jobs[key], key
+    assert settings["spark.hadoop.fs.s3a.access.key"] == "${env.TEST_S3_KEY}"
+    assert settings["spark.hadoop.fs.s3a.secret.key"] == "${env.TEST_S3_SECRET}"
+    assert not any("s3cr3t-value" in argument or "key-id" in argument for argument in arguments)
+    assert settings["spark.sql.warehouse.dir"] == "s3a://lake/warehouse"
+    # Derby in the local metastore_dir, locked where a job locks it (jobs/session.py hold_embedded_metastore).
+    assert locked == str(config.warehouse_dir) == str(tmp_path / "metastore")
+    assert (
+        f"databaseName={tmp_path / 'metastore' / 'metastore_db'}"
+        in settings["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
+
+
+def test_a_session_token_is_named_too_and_selects_s3a_s_temporary_credentials(tmp_path):
+    storage = {**S3_STORAGE, "metastore_dir": str(tmp_path), "s3": {**S3_STORAGE["s3"], "session_token_env": "TOKEN"}}
+    config = load_config(overrides={"storage": storage})
+    references = credential_references(config, {"TEST_S3_KEY": "k", "TEST_S3_SECRET": "s", "TOKEN": "t0ken"})
+    assert references == {
+        "access_key": "${env.TEST_S3_KEY}",
+        "secret_key": "${env.TEST_S3_SECRET}",
+        "session_token": "${env.TOKEN}",
+    }
+    settings = hadoop_settings(config, references)
+    assert settings["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith(".TemporaryAWSCredentialsProvider")
+    assert settings["spark.hadoop.fs.s3a.session.token"] == "${env.TOKEN}"
+
+
+def test_the_sql_shells_refuse_a_missing_variable_or_a_value_hadoop_would_expand(tmp_path):
+    config = load_config(overrides={"storage": {**S3_STORAGE, "metastore_dir": str(tmp_path)}})
+    with pytest.raises(ConfigError, match=r"TEST_S3_SECRET .* is not set"):
+        credential_references(config, {"TEST_S3_KEY": "key-id"})
+    with pytest.raises(ConfigError, match=r"TEST_S3_SECRET .* cannot be handed") as expanded:
+        credential_references(config, {"TEST_S3_KEY": "key-id", "TEST_S3_SECRET": "ab${user.name}cd"})
+    assert "ab${user.name}cd" not in str(expanded.value)
+
+
+def test_sql_launch_exits_2_with_one_line_naming_the_missing_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TEST_S3_KEY", "key-id")
+    monkeypatch.delenv("TEST_S3_SECRET", raising=False)
+    environment = tmp_path / "s3.toml"
+    environment.write_text(
+        f'[storage]\nwarehouse_dir = "s3a://lake/warehouse"\nmetastore_dir = "{tmp_path / "metastore"}"\n\n'
+        '[storage.s3]\naccess_key_env = "TEST_S3_KEY"\nsecret_key_env = "TEST_S3_SECRET"\n'
+    )
+    with pytest.raises(SystemExit) as exited:
+        sql_launch(["--conf", str(environment)])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "groupscope: environment variable TEST_S3_SECRET ([storage.s3] secret_key_env) is not set"
+    ]
