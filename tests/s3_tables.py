@@ -1,6 +1,7 @@
 """Reads two groupscope warehouses on S3 and prints, as JSON, what tests/integration/test_s3.py asserts:
-the tables whose rows differ between them (tests/delta_compare.py's row comparison, over s3a:// paths)
-and the row count of every SQL view of the first one, read through its own metastore.
+the tables whose rows differ between them (tests/delta_compare.py's row comparison, over s3a:// paths),
+the row count of every SQL view of the first one, read through its own metastore, and the rows of one
+view (TIMELINE_QUERY).
 
     python -m tests.s3_tables CONF EXPECTED_WAREHOUSE ACTUAL_WAREHOUSE
 
@@ -19,6 +20,11 @@ from jobs.config import load_config
 from jobs.session import build_session
 from jobs.steps.views import VIEWS
 from tests.delta_compare import RUN_TABLES, table_rows
+
+# A view's rows as one JSON text each: what the SQL shells print for it (tests/s3_shells.py) is compared
+# with what this process's session, built by the jobs' factory, reads.
+TIMELINE_HEADER = "timeline_row"
+TIMELINE_QUERY = f"SELECT to_json(struct(*)) AS {TIMELINE_HEADER} FROM groupscope.rebalance_timeline"
 
 
 def delta_tables(spark, warehouse: str, database: str) -> dict[str, str]:
@@ -45,7 +51,8 @@ def main(conf: str, expected: str, actual: str) -> dict:
             if table_rows(spark, expected_tables[name]) != table_rows(spark, actual_tables[name]):
                 differing.append(name)
         views = {name: spark.table(f"{config.database}.{name}").count() for name in VIEWS}
-        return {"tables": sorted(expected_tables), "differing": differing, "views": views}
+        timeline = sorted(row[0] for row in spark.sql(TIMELINE_QUERY).collect())
+        return {"tables": sorted(expected_tables), "differing": differing, "views": views, "timeline": timeline}
     finally:
         spark.stop()
 

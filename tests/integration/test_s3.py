@@ -9,7 +9,8 @@ One module fixture runs everything, in two rounds of runs side by side (the mach
      warehouse b killed at a progress line;
   2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), and b run again;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
-views of a's metastore read its tables.
+views of a's metastore read its tables; last, side by side, `./spark-sql.sh` on a and beeline asking the
+Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from jobs.steps.views import VIEWS
 from tests.conftest import REPO_ROOT
 from tests.kill import run_until_progress_line
 from tests.s3_runs import BUCKET, SAMPLE, SECRET_KEY_ENV, Run, S3Server, environment_file, free_port, new_credentials
+from tests.s3_shells import printed_rows, read_with_the_shells
+from tests.s3_tables import TIMELINE_HEADER, TIMELINE_QUERY
 
 KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one table of six
 # A run against a store that does not answer or refuses it: a JVM start (a minute on a loaded two-core
@@ -102,7 +105,13 @@ def s3(tmp_path_factory):
             capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, **credentials},
             timeout=COMPARE_TIMEOUT_SECONDS,
         )  # fmt: skip
+        (work / "shells").mkdir()
+        shells = read_with_the_shells(
+            work / "shells", work / f"{winner}.toml", work / "b.toml", TIMELINE_QUERY, credentials
+        )
         yield {
+            "shells": shells,
+            "metastores": [work / f"metastore-{winner}", work / "metastore-b"],
             "results": results,
             "killed_at": killed_at,
             "winner": winner,
@@ -194,3 +203,32 @@ def test_no_run_writes_the_secret_to_its_output_or_logs(s3):
     secret = s3["credentials"][SECRET_KEY_ENV]
     for name, outcome in s3["results"].items():
         assert secret not in outcome.output and secret not in outcome.logs, name
+
+
+def test_spark_sql_on_s3_prints_the_rows_a_job_s_session_reads(s3):
+    shells = s3["shells"]
+    print(f"spark-sql beside the Thrift server and beeline: {shells.seconds:.0f} s")  # shown with pytest -rP
+    assert shells.spark_sql_code == 0, shells.spark_sql_output[-3000:]
+    expected = compared(s3)["timeline"]
+    assert expected, "the view has no rows: the comparison would prove nothing"
+    assert sorted(printed_rows(shells.spark_sql_output, TIMELINE_HEADER)) == expected
+
+
+def test_beeline_reads_the_tables_on_s3_through_the_thrift_server(s3):
+    # The server opened warehouse b (killed and rerun), whose tables equal a's row by row (compared above).
+    beeline = s3["shells"].beeline
+    assert beeline.returncode == 0, beeline.stdout + beeline.stderr[-3000:]
+    assert sorted(printed_rows(beeline.stdout, TIMELINE_HEADER)) == compared(s3)["timeline"]
+
+
+def test_the_sql_shells_get_the_secret_through_their_environment_only(s3):
+    secret, shells = s3["credentials"][SECRET_KEY_ENV], s3["shells"]
+    for watched, main_class in ((shells.spark_sql, "SparkSQLCLIDriver"), (shells.thrift, "HiveThriftServer2")):
+        # The JVM's own command line was seen, and names the variable where a job's session holds the value.
+        assert f"fs.s3a.secret.key=${{env.{SECRET_KEY_ENV}}}" in watched.jvm_command_line(main_class)
+        assert not [line for line in watched.command_lines if secret in line]
+    outputs = [shells.spark_sql_output, shells.thrift.process.log.read_text(errors="replace")]
+    outputs.append(shells.beeline.stdout + shells.beeline.stderr)
+    assert all(secret not in text for text in outputs)
+    metastore_files = [path for folder in s3["metastores"] for path in folder.rglob("*") if path.is_file()]
+    assert metastore_files and all(secret.encode() not in path.read_bytes() for path in metastore_files)
