@@ -43,7 +43,6 @@ class Watched:
 
     process: Process
     command_lines: set[str] = field(default_factory=set)
-    started: float = field(default_factory=time.monotonic)
 
     @classmethod
     def start(cls, name: str, command: list[str], log: Path, env: dict[str, str]) -> Watched:
