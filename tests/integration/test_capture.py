@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import threading
@@ -43,6 +44,7 @@ from lab.driver import Lab, ScenarioLog
 from lab.dump import parse_dump
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import parse_describe
+from tests.s3_runs import BUCKET, SECRET_KEY_ENV, Run, S3Server, capture_environment_file, new_credentials
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -277,6 +279,69 @@ def test_wrong_secret_fails_clearly_through_spark_submit_and_keeps_the_checkpoin
     assert wrong not in row["message"]
 
 
+@pytest.fixture
+def s3_store(tmp_path):
+    """A real s3proxy (tests/s3_runs.py, started by scripts/s3proxy.sh), for the one test that needs it."""
+    store = S3Server(tmp_path / "store", new_credentials()).start()
+    try:
+        yield store
+    finally:
+        store.stop()
+
+
+CAPTURED = re.compile(r"captured: ([\d,]+) new records")
+S3_COMMITS = 3
+
+
+def test_capture_into_an_s3_warehouse_checkpoints_in_the_bucket_and_takes_each_record_once(
+    kafka, spark, s3_store, tmp_path
+):
+    lab, _ = kafka
+    broker = lab.broker
+    lab.create_topic("s3-orders", 1)
+    commit(lab, "capture-s3", "s3-orders", 0)  # run alone, this test still finds a record to capture first
+    warehouse = s3_store.bucket_folder / "warehouse"  # s3proxy's files: what the bucket holds
+    capture = {"bootstrap_servers": broker.bootstrap_servers, "timeout_s": TIMEOUT_S}
+    conf = capture_environment_file(
+        tmp_path / "s3.toml", s3_store.endpoint, f"s3a://{BUCKET}/warehouse", tmp_path / "metastore", "lab-s3", capture
+    )
+    runs, checkpoints = [], []
+    for name in ("first", "second", "third"):
+        if name == "second":
+            ends_first = offsets_topic_ends(broker)
+            for offset in range(1, 1 + S3_COMMITS):
+                commit(lab, "capture-s3", "s3-orders", offset)
+        run = Run.start("capture", conf, tmp_path / f"{name}.out", s3_store.credentials)
+        code, output, seconds = run.finish()
+        assert code == 0, output[-3000:]
+        print(f"capture {name} into s3proxy: {seconds:.0f} s")  # shown with pytest -rP
+        runs.append((int(CAPTURED.search(output)[1].replace(",", "")), output, run.spark_logs()))
+        checkpoints.append(
+            {str(p.relative_to(warehouse)) for p in (warehouse / "_checkpoints").rglob("*") if p.is_file()}
+        )
+    ends = offsets_topic_ends(broker)
+    # Spark's checkpoint, written through S3A: an offsets and a commit entry per run that read something.
+    checkpoint = "_checkpoints/lab-s3/capture"
+    assert {f"{checkpoint}/{entry}" for entry in ("metadata", "sources/0/0", "offsets/0", "commits/0")} <= checkpoints[
+        0
+    ]
+    assert {f"{checkpoint}/offsets/1", f"{checkpoint}/commits/1"} <= checkpoints[1] == checkpoints[2]
+    [(first, *_), (second, *_), (third, *_)] = runs
+    assert second == sum(ends.values()) - sum(ends_first.values()) >= S3_COMMITS
+    assert third == 0
+    # What the broker's log holds, as Kafka's DumpLogSegments reads it, is what raw_records holds: once each.
+    in_log = dump_records(broker, set(ends))
+    visible = [(r["partition"], r["offset"]) for r in in_log if "marker" not in r and not _is_aborted(r, in_log)]
+    rows = spark.read.format("delta").load(str(warehouse / "groupscope.db" / "raw_records")).collect()
+    captured = [(row["source_partition"], row["source_offset"]) for row in rows if row["cluster"] == "lab-s3"]
+    assert len(captured) == first + second and sorted(captured) == sorted(visible)
+    secret = s3_store.credentials[SECRET_KEY_ENV]
+    for _, output, logs in runs:
+        assert logs and secret not in output and secret not in logs
+    stored = [path for path in [*s3_store.folder.rglob("*"), *(tmp_path / "metastore").rglob("*")] if path.is_file()]
+    assert all(secret.encode() not in path.read_bytes() for path in stored)
+
+
 def set_offsets_topic_config(lab: Lab, settings: dict[str, str | None]) -> None:
     """Sets (or, for None, removes) topic configs of __consumer_offsets, as an operator would."""
     entries = [
@@ -363,11 +428,15 @@ def kafka_classification(records: list[dict], ends_before: dict[int, int], ends_
         for record in span:
             if "marker" in record:
                 kinds["markers"] += 1
-            elif record["is_transactional"] and _ends_in_abort(record, in_log):
+            elif _is_aborted(record, in_log):
                 kinds["aborted"] += 1
             else:
                 kinds["visible"] += 1
     return kinds
+
+
+def _is_aborted(record: dict, in_log: list[dict]) -> bool:
+    return record["is_transactional"] and _ends_in_abort(record, in_log)
 
 
 def _ends_in_abort(record: dict, in_log: list[dict]) -> bool:
