@@ -8,7 +8,9 @@ clearly (through spark-submit.sh, exit code 1, no secret in any output) without 
 missing offsets are classified exactly as Kafka's DumpLogSegments shows the log (removed by the cleaner,
 transaction markers, aborted records); a stopped broker fails the run within the timeout and the run
 after it catches up with nothing lost or doubled, and so does one stopped between two micro-batches
-of a capture; end-offset snapshots equal the broker's.
+of a capture; end-offset snapshots equal the broker's. Through spark-submit.sh into a warehouse in an
+s3proxy bucket (the one test that starts one: 3 s beside a broker's start), the checkpoint lands in the
+bucket and the three runs take the broker's log once each, as DumpLogSegments reads it (docs/s3.md).
 
 Tests run in file order on the shared broker (the outage tests, which restart it, come last). Each test
 captures under its own cluster name, so each has its own checkpoint and its own rows.
