@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from jobs.segment_files import read_paths
-from lab.broker import JARS, dump_log_segments_class
+from lab.broker import JARS, Broker, BrokerError, dump_log_segments_class
 from lab.dump import parse_dump
 from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.decode_rows import to_jsonable
@@ -121,3 +122,58 @@ def parse_describe(text: str) -> list[dict]:
         elif header and len(fields) == len(header):
             rows.append(dict(zip(header, fields, strict=True)))
     return rows
+
+
+def dump_records(broker: Broker, partitions, deadline_s: float) -> list[dict]:
+    """Kafka's own reading of a live broker's __consumer_offsets partitions (retried while the cleaner
+    swaps files)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        files = [path for path in broker.offsets_segments() if int(path.parent.name.rsplit("-", 1)[1]) in partitions]
+        try:
+            return parse_dump(broker.dump_offsets(files))
+        except BrokerError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def kafka_classification(records: list[dict], ends_before: dict[int, int], ends_after: dict[int, int]) -> dict:
+    """Per kind, the offsets of [ends_before, ends_after) as DumpLogSegments shows them."""
+    kinds = {"removed": 0, "markers": 0, "aborted": 0, "visible": 0}
+    for partition, end in ends_after.items():
+        in_log = [record for record in records if record["partition"] == partition]
+        span = [record for record in in_log if ends_before[partition] <= record["offset"] < end]
+        kinds["removed"] += end - ends_before[partition] - len(span)
+        for record in span:
+            if "marker" in record:
+                kinds["markers"] += 1
+            elif _is_aborted(record, in_log):
+                kinds["aborted"] += 1
+            else:
+                kinds["visible"] += 1
+    return kinds
+
+
+def _is_aborted(record: dict, in_log: list[dict]) -> bool:
+    """A transactional record whose partition's next marker of the same producer is an ABORT."""
+    return record["is_transactional"] and _ends_in_abort(record, in_log)
+
+
+def _ends_in_abort(record: dict, in_log: list[dict]) -> bool:
+    markers = [
+        other
+        for other in in_log
+        if "marker" in other
+        and (other["partition"], other["producer_id"]) == (record["partition"], record["producer_id"])
+        and other["offset"] > record["offset"]
+    ]
+    return min(markers, key=lambda marker: marker["offset"])["marker"] == "ABORT"
+
+
+def read_committed_offsets(records: list[dict]) -> list[tuple[int, int]]:
+    """(partition, offset) of every record a read_committed reader gets: no markers, no aborted records."""
+    return [
+        (record["partition"], record["offset"])
+        for record in records
+        if "marker" not in record and not _is_aborted(record, records)
+    ]

@@ -76,12 +76,10 @@ class S3Server:
         return f"s3a://{BUCKET}/{key_prefix}"
 
 
-def environment_file(
-    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, segments: str, spark_conf: str = ""
-) -> Path:
+def store_settings(server_endpoint: str, warehouse: str, metastore_dir: Path, spark_conf: str = "") -> str:
     """conf/s3.toml's settings for one run: this server, this warehouse, a small machine's Spark, and
     `spark_conf`: more lines of [spark.conf]."""
-    path.write_text(f"""\
+    return f"""\
 [storage]
 warehouse_dir = {json.dumps(warehouse)}
 metastore_dir = {json.dumps(str(metastore_dir))}
@@ -100,6 +98,15 @@ secret_key_env = "{SECRET_KEY_ENV}"
 "spark.hadoop.fs.s3a.retry.limit" = "2"
 "spark.hadoop.fs.s3a.retry.interval" = "500ms"
 {spark_conf}
+"""
+
+
+def environment_file(
+    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, segments: str, spark_conf: str = ""
+) -> Path:
+    """A nightly's environment: the store's settings, the sample's segments in the bucket and its end offsets."""
+    path.write_text(f"""\
+{store_settings(server_endpoint, warehouse, metastore_dir, spark_conf)}
 [input]
 cluster = "sample"
 segment_paths = [{json.dumps(segments)}]
@@ -107,6 +114,22 @@ segment_paths = [{json.dumps(segments)}]
 [end_offsets]
 files = [{json.dumps(str(SAMPLE))}]
 """)
+    return path
+
+
+def capture_environment_file(
+    path: Path, server_endpoint: str, warehouse: str, metastore_dir: Path, cluster: str, capture: dict
+) -> Path:
+    """A live capture's environment: the store's settings and `capture`, the [capture] table (whose
+    checkpoint_dir left out puts the checkpoint in the warehouse, so in the bucket)."""
+    path.write_text(f"""\
+{store_settings(server_endpoint, warehouse, metastore_dir)}
+[input]
+cluster = {json.dumps(cluster)}
+segment_paths = []
+
+[capture]
+{toml_lines(capture)}""")
     return path
 
 

@@ -8,7 +8,9 @@ clearly (through spark-submit.sh, exit code 1, no secret in any output) without 
 missing offsets are classified exactly as Kafka's DumpLogSegments shows the log (removed by the cleaner,
 transaction markers, aborted records); a stopped broker fails the run within the timeout and the run
 after it catches up with nothing lost or doubled, and so does one stopped between two micro-batches
-of a capture; end-offset snapshots equal the broker's.
+of a capture; end-offset snapshots equal the broker's. Through spark-submit.sh into a warehouse in an
+s3proxy bucket (the one test that starts one: 3 s beside a broker's start), the checkpoint lands in the
+bucket and the three runs take the broker's log once each, as DumpLogSegments reads it (docs/s3.md).
 
 Tests run in file order on the shared broker (the outage tests, which restart it, come last). Each test
 captures under its own cluster name, so each has its own checkpoint and its own rows.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import threading
@@ -38,11 +41,11 @@ from jobs.runs import JobRun
 from jobs.steps.capture import capture, capture_settings
 from jobs.steps.decode import decode
 from jobs.steps.end_offsets import live_end_offsets, write_end_offsets
-from lab.broker import Broker, BrokerError, plain_jaas_config
+from lab.broker import Broker, plain_jaas_config
 from lab.driver import Lab, ScenarioLog
-from lab.dump import parse_dump
 from tests.conftest import REPO_ROOT
-from tests.kafka_oracle import parse_describe
+from tests.kafka_oracle import dump_records, kafka_classification, parse_describe, read_committed_offsets
+from tests.s3_runs import BUCKET, SECRET_KEY_ENV, Run, S3Server, capture_environment_file, new_credentials
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -277,6 +280,80 @@ def test_wrong_secret_fails_clearly_through_spark_submit_and_keeps_the_checkpoin
     assert wrong not in row["message"]
 
 
+@pytest.fixture
+def s3_store(tmp_path):
+    """A real s3proxy (tests/s3_runs.py, started by scripts/s3proxy.sh), for the one test that needs it."""
+    store = S3Server(tmp_path / "store", new_credentials()).start()
+    try:
+        yield store
+    finally:
+        store.stop()
+
+
+CAPTURED = re.compile(r"captured: ([\d,]+) new records")
+S3_CLUSTER, S3_COMMITS = "lab-s3", 3
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()}
+
+
+def capture_through_spark_submit(store: S3Server, conf: Path, output: Path) -> tuple[int, str, str]:
+    """One `spark-submit.sh capture`, with the store's key pair in its environment only: records captured,
+    its output and its Spark log."""
+    run = Run.start("capture", conf, output, store.credentials)
+    code, printed, seconds = run.finish()
+    assert code == 0, printed[-3000:]
+    print(f"{output.stem} capture into s3proxy: {seconds:.0f} s")  # shown with pytest -rP
+    return int(CAPTURED.search(printed)[1].replace(",", "")), printed, run.spark_logs()
+
+
+def test_capture_into_an_s3_warehouse_checkpoints_in_the_bucket_and_takes_each_record_once(
+    kafka, spark, s3_store, tmp_path
+):
+    lab, _ = kafka
+    broker = lab.broker
+    lab.create_topic("s3-orders", 1)
+    commit(lab, "capture-s3", "s3-orders", 0)  # run alone, this test still finds a record to capture first
+    warehouse = s3_store.bucket_folder / "warehouse"  # s3proxy's files: what the bucket holds
+    checkpoint = warehouse / "_checkpoints" / S3_CLUSTER / "capture"
+    capture = {"bootstrap_servers": broker.bootstrap_servers, "timeout_s": TIMEOUT_S}
+    conf = capture_environment_file(
+        tmp_path / "s3.toml",
+        s3_store.endpoint,
+        f"s3a://{BUCKET}/warehouse",
+        tmp_path / "metastore",
+        S3_CLUSTER,
+        capture,
+    )
+    first = capture_through_spark_submit(s3_store, conf, tmp_path / "first.out")
+    after_first = files_under(checkpoint)
+    ends_first = offsets_topic_ends(broker)
+    for offset in range(1, 1 + S3_COMMITS):
+        commit(lab, "capture-s3", "s3-orders", offset)
+    second = capture_through_spark_submit(s3_store, conf, tmp_path / "second.out")
+    after_second = files_under(checkpoint)
+    ends = offsets_topic_ends(broker)
+    third = capture_through_spark_submit(s3_store, conf, tmp_path / "third.out")
+    # Spark's checkpoint, written through S3A: an offsets and a commits entry per run that read something.
+    assert {"metadata", "sources/0/0", "offsets/0", "commits/0"} <= after_first
+    assert {"offsets/1", "commits/1"} <= after_second == files_under(checkpoint)
+    assert second[0] == sum(ends.values()) - sum(ends_first.values()) >= S3_COMMITS
+    assert third[0] == 0
+    # Each run made the S3 run lock (docs/s3.md) in the bucket and removed it at its end.
+    assert (warehouse / "_groupscope" / "locks").is_dir() and not files_under(warehouse / "_groupscope")
+    # What the broker's log holds, as Kafka's DumpLogSegments reads it, is what raw_records holds: once each.
+    visible = read_committed_offsets(dump_records(broker, set(ends), CLEANING_DEADLINE_S))
+    rows = spark.read.format("delta").load(str(warehouse / "groupscope.db" / "raw_records")).collect()
+    captured = [(row["source_partition"], row["source_offset"]) for row in rows if row["cluster"] == S3_CLUSTER]
+    assert len(captured) == first[0] + second[0] and sorted(captured) == sorted(visible)
+    secret = s3_store.credentials[SECRET_KEY_ENV]
+    for _, output, logs in (first, second, third):
+        assert logs and secret not in output and secret not in logs
+    stored = [path for path in [*s3_store.folder.rglob("*"), *(tmp_path / "metastore").rglob("*")] if path.is_file()]
+    assert all(secret.encode() not in path.read_bytes() for path in stored)
+
+
 def set_offsets_topic_config(lab: Lab, settings: dict[str, str | None]) -> None:
     """Sets (or, for None, removes) topic configs of __consumer_offsets, as an operator would."""
     entries = [
@@ -341,44 +418,6 @@ def transactions(lab: Lab, group: str) -> None:
     commit(lab, group, "refunds", 20)
 
 
-def dump_records(broker: Broker, partitions) -> list[dict]:
-    """Kafka's own reading of the partitions' segments (retried while the cleaner swaps files)."""
-    deadline = time.monotonic() + CLEANING_DEADLINE_S
-    while True:
-        files = [path for path in broker.offsets_segments() if int(path.parent.name.rsplit("-", 1)[1]) in partitions]
-        try:
-            return parse_dump(broker.dump_offsets(files))
-        except BrokerError:
-            if time.monotonic() > deadline:
-                raise
-
-
-def kafka_classification(records: list[dict], ends_before: dict[int, int], ends_after: dict[int, int]) -> dict:
-    """Per kind, the offsets of [ends_before, ends_after) as DumpLogSegments shows them."""
-    kinds = {"removed": 0, "markers": 0, "aborted": 0, "visible": 0}
-    for partition, end in ends_after.items():
-        in_log = [record for record in records if record["partition"] == partition]
-        span = [record for record in in_log if ends_before[partition] <= record["offset"] < end]
-        kinds["removed"] += end - ends_before[partition] - len(span)
-        for record in span:
-            if "marker" in record:
-                kinds["markers"] += 1
-            elif record["is_transactional"] and _ends_in_abort(record, in_log):
-                kinds["aborted"] += 1
-            else:
-                kinds["visible"] += 1
-    return kinds
-
-
-def _ends_in_abort(record: dict, in_log: list[dict]) -> bool:
-    markers = [
-        other
-        for other in in_log
-        if "marker" in other and other["producer_id"] == record["producer_id"] and other["offset"] > record["offset"]
-    ]
-    return min(markers, key=lambda marker: marker["offset"])["marker"] == "ABORT"
-
-
 def test_missing_offsets_are_classified_as_kafkas_own_log_shows(kafka, spark, spark_config, sasl_capture):
     lab, _ = kafka
     broker = lab.broker
@@ -392,7 +431,9 @@ def test_missing_offsets_are_classified_as_kafkas_own_log_shows(kafka, spark, sp
     ends_after = {part: end for part, end in offsets_topic_ends(broker).items() if end != ends_before[part]}
     classified = run_capture(spark, config)
     assert classified.exit_code == 0
-    kafka_view = kafka_classification(dump_records(broker, set(ends_after)), ends_before, ends_after)
+    kafka_view = kafka_classification(
+        dump_records(broker, set(ends_after), CLEANING_DEADLINE_S), ends_before, ends_after
+    )
     # By construction: the cleaner removed the superseded commits; three transactions, one aborted, two offsets each.
     assert kafka_view["removed"] == superseded
     assert (kafka_view["markers"], kafka_view["aborted"]) == (3, 2)
