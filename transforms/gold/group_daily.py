@@ -170,11 +170,14 @@ def group_daily_since(
     )
     first_days = _activity_times(commits, group_records).groupBy(*GROUP).agg(F.min(F.to_date("at")).alias("first_day"))
     has_carry = F.col(CARRIED).isNotNull()
+    # greatest() skips nulls: a group with neither a row before from_day nor any activity left from it on
+    # (all of its records forgotten) must get no rows, not rows from from_day.
+    first_active_day = F.when(F.col("first_day").isNotNull(), F.greatest("first_day", "from_day"))
     days = (
         starts.join(first_days, on=list(GROUP), how="left")
         .select(
             *GROUP,
-            F.when(has_carry, F.col("from_day")).otherwise(F.greatest("first_day", "from_day")).alias("first_day"),
+            F.when(has_carry, F.col("from_day")).otherwise(first_active_day).alias("first_day"),
             F.lit(last_day).alias("last_day"),
             CARRIED,
         )
