@@ -21,7 +21,7 @@ from lab.broker import Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.dump import parse_dump
 
-VERSIONS = ("4",)
+VERSIONS = ("4", "4.3")
 TOPIC = "handover"
 TOPICS = (TOPIC,)
 PARTITIONS = 4
