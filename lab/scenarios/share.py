@@ -29,7 +29,7 @@ from lab.broker import TOOL_JVM_OPTIONS, Broker, classpath
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.jvm_member import JvmMember, events_file
 
-VERSIONS = ("4", "4.3")
+VERSIONS = ("4", "4.3", "4.4")
 DELIVERY_COUNT_LIMIT = 3
 SESSION_TIMEOUT_MS = 6000
 SHARE_SETTINGS = {
@@ -48,7 +48,6 @@ TOPICS = {"tasks": 3, "scratch": 2}
 PLANS = ("accept", "release-once", "reject", "release-always")
 GROUP_CONFIG = f"share.auto.offset.reset=earliest,share.session.timeout.ms={SESSION_TIMEOUT_MS}"
 SOURCE = Path(__file__).resolve().parent.parent / "share" / "LabShareConsumer.java"
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 
@@ -155,21 +154,12 @@ def wait_done(lab: Lab, group: str, topics: Iterable[str]) -> None:
     lab.record.event("share_group_done", group=group, end_offsets=ends)
 
 
-def set_group_config(lab: Lab, group: str) -> None:
-    args = ("--bootstrap-server", lab.broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group)
-    lab.broker.run_tool(CONFIG_COMMAND, *args, "--alter", "--add-config", GROUP_CONFIG)
-    described = lab.broker.run_tool(CONFIG_COMMAND, *args, "--describe")
-    if any(setting not in described for setting in GROUP_CONFIG.split(",")):
-        raise ScenarioError(f"group config {GROUP_CONFIG} not applied to {group}: {described}")
-    lab.record.event("group_config_set", group=group, config=GROUP_CONFIG)
-
-
 def run(broker: Broker, record: ScenarioLog) -> None:
     lab = Lab(broker, record)
     for topic, partitions in TOPICS.items():
         lab.create_topic(topic, partitions)
-    set_group_config(lab, GROUP)
-    set_group_config(lab, DELETED_GROUP)
+    lab.set_group_config(GROUP, GROUP_CONFIG)
+    lab.set_group_config(DELETED_GROUP, GROUP_CONFIG)
     classes = build_client(broker.version, record.workdir)
     record.event("share_settings", delivery_count_limit=DELIVERY_COUNT_LIMIT, plans=list(PLANS))
     produce_plans(lab, "tasks", 12)

@@ -50,8 +50,10 @@ SESSION_CONFIG = "streams.session.timeout.ms=6000,streams.heartbeat.interval.ms=
 SOURCE = Path(__file__).resolve().parent.parent / "streams" / "LabStreamsApp.java"
 # The app is of the broker's own line, like the share and Connect clients: what a line's Streams client
 # sends (its topology, its heartbeat fields) is part of what that line's broker writes.
-STREAMS_JARS = {"4": REPO_ROOT / "jvm" / "kafka-streams" / "jars", "4.3": REPO_ROOT / "jvm" / "kafka-streams-4.3" / "jars"}
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+STREAMS_JARS = {
+    "4": REPO_ROOT / "jvm" / "kafka-streams" / "jars",
+    "4.3": REPO_ROOT / "jvm" / "kafka-streams-4.3" / "jars",
+}
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 
 
@@ -114,13 +116,7 @@ def set_group_config(lab: Lab, group: str) -> None:
     the group exists, through the GROUP config resource (IncrementalAlterConfigs). The session timeout
     too: a first 4.2.1 capture fenced the killed instance after Kafka's default 45 s although the
     broker's group.streams.session.timeout.ms was 6000."""
-    config = f"streams.num.standby.replicas={STANDBY_REPLICAS},{SESSION_CONFIG}"
-    args = ("--bootstrap-server", lab.broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group)
-    lab.broker.run_tool(CONFIG_COMMAND, *args, "--alter", "--add-config", config)
-    described = lab.broker.run_tool(CONFIG_COMMAND, *args, "--describe")
-    if any(setting not in described for setting in config.split(",")):
-        raise ScenarioError(f"group config {config} not applied to {group}: {described}")
-    lab.record.event("group_config_set", group=group, config=config)
+    lab.set_group_config(group, f"streams.num.standby.replicas={STANDBY_REPLICAS},{SESSION_CONFIG}")
 
 
 def streams_groups(lab: Lab, *args: str) -> str:

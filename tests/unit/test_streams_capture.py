@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from jobs.segment_files import read_paths
-from lab.broker import KAFKA_VERSIONS
-from lab.scenarios.streams import VERSIONS
+from lab.scenarios import capture_folders
 from schemas.coordinator_records import ASSIGNMENT_EPOCHS, STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
 from schemas.layouts import Field, Message
 from tests.conftest import REPO_ROOT
@@ -49,7 +48,7 @@ WIRE_PROBE: Message = dataclasses.replace(
 
 
 def test_there_is_a_streams_capture_of_every_line_the_scenario_runs_on():
-    assert {path.parent.name for path in CAPTURES} == {f"kafka-{KAFKA_VERSIONS[line]}" for line in VERSIONS}
+    assert {path.parent.name for path in CAPTURES} == capture_folders("streams")
 
 
 def current_assignment_values(capture: Path) -> list[dict]:
