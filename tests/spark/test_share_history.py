@@ -144,6 +144,10 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
         if event["event"] == "share_group_stable":
             owners = {(p, m) for m, partitions in event["assignment"].items() for p in partitions}
             states.append(Settled(index, owners, set(event["assignment"]), epoch))
+        # Emptied by its last member's leave: a generation only where the line wrote the empty group a
+        # target-assignment epoch of its own, as kafka-share-groups --describe --state printed it.
+        if event["event"] == "share_group_empty" and states and event["assignment_epoch"] > states[-1].generation:
+            states.append(Settled(index, set(), set(), event["assignment_epoch"]))
     for before, after in zip([None, *states[:-1]], states, strict=True):
         start = before.index if before else -1
         previous = before.members if before else set()
@@ -158,6 +162,8 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
                 after.causes.add("member_left_after_timeout")
             elif kind == "topic_deleted" and event["topic"] in owned_topics:
                 after.causes.add("partitions_removed")
+        if previous and not after.members:
+            after.causes.add("group_emptied")
     return states
 
 
@@ -167,9 +173,9 @@ def moved(before: Settled | None, after: Settled) -> set[tuple[str, str, str]]:
     return {(p, previous[p], m) for p, m in after.owners if p in previous and previous[p] != m}
 
 
-def skew(state: Settled) -> int:
+def skew(state: Settled) -> int | None:
     held = [sum(1 for _, owner in state.owners if owner == m) for m in state.members]
-    return max(held) - min(held)
+    return max(held) - min(held) if held else None  # no member: no skew
 
 
 CASES = [
