@@ -17,7 +17,7 @@ from jobs.steps.share_backlog import status_settings
 from jobs.tables import materialized
 from lab.scenarios import capture_folders
 from schemas import ops
-from tests.lab_tables import CAPTURES, Capture, decoded_captures
+from tests.lab_tables import CAPTURES, Capture, all_captures, decoded_captures
 from transforms import silver
 from transforms.gold import share_state
 
@@ -39,7 +39,9 @@ def printed(value) -> str:
 
 @pytest.fixture(scope="module")
 def share_tables(spark, spark_config):
-    decoded = decoded_captures(spark, SHARE_CAPTURES)
+    # The share captures' rows of the decode the `lab` fixture made of every capture: decoded once a session.
+    share_clusters = [capture.cluster for capture in SHARE_CAPTURES]
+    decoded = decoded_captures(spark, all_captures()).where(F.col("cluster").isin(share_clusters))
     states = materialized(share_state.share_partition_states(silver.filter_share_group_state(decoded)))
     topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     names = share_state.share_topic_names(silver.filter_consumer_group_records(decoded), topic_ids)
