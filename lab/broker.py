@@ -1,7 +1,7 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker+controller, loopback only) run from the
 Maven Central jars that scripts/bootstrap.sh fetched into jvm/kafka-<line>/jars.
 
-    with Broker("4", workdir) as broker:       # Kafka 4.2.1; Broker("3.9", ...) 3.9.2, Broker("4.3", ...) 4.3.1
+    with Broker("4", workdir) as broker:       # Kafka 4.2.1; "3.9" 3.9.2, "4.3" 4.3.1, "4.4" 4.4.0
         broker.bootstrap_servers               # "127.0.0.1:<free port>"
         broker.describe_groups()               # kafka-consumer-groups --describe --all-groups
 
@@ -32,12 +32,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-KAFKA_VERSIONS = {"4": "4.2.1", "3.9": "3.9.2", "4.3": "4.3.1"}
+KAFKA_VERSIONS = {"4": "4.2.1", "3.9": "3.9.2", "4.3": "4.3.1", "4.4": "4.4.0"}
 JARS = {line: REPO_ROOT / "jvm" / f"kafka-{line}" / "jars" for line in KAFKA_VERSIONS}
 # The Scala tool up to 4.2; 4.3 replaced it with a Java rewrite under another name (dump_log_segments_class).
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
-DUMP_LOG_SEGMENTS_BY_LINE = {"4.3": "org.apache.kafka.tools.DumpLogSegments"}
+DUMP_LOG_SEGMENTS_BY_LINE = {line: "org.apache.kafka.tools.DumpLogSegments" for line in ("4.3", "4.4")}
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+# kafka-configs: Scala's kafka.admin.ConfigCommand up to 4.3; 4.4 moved it to kafka-tools under another name.
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+CONFIG_COMMAND_BY_LINE = {"4.4": "org.apache.kafka.tools.ConfigCommand"}
 STARTUP_DEADLINE_S = 90
 SHUTDOWN_DEADLINE_S = 60
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
@@ -219,8 +222,8 @@ def server_properties(
 
 
 class Broker:
-    """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2, "4.3" = 4.3.1) with its data in
-    `workdir`.
+    """One broker process of Kafka `version` ("4" = 4.2.1, "3.9" = 3.9.2, "4.3" = 4.3.1, "4.4" = 4.4.0) with
+    its data in `workdir`.
 
     `settings` override or add server.properties entries (e.g. `offsets.retention.minutes`, or
     `group.coordinator.rebalance.protocols` to enable KIP-848 groups on 3.9). `sasl_users` (user ->
@@ -391,6 +394,11 @@ class Broker:
 
     def dump_offsets(self, files: Iterable[Path | str]) -> str:
         return dump_offsets(files, self.version)
+
+    def configs(self, *args: str) -> str:
+        """kafka-configs against this broker (the main class of the broker's line)."""
+        main_class = CONFIG_COMMAND_BY_LINE.get(self.version, CONFIG_COMMAND)
+        return self.run_tool(main_class, "--bootstrap-server", self.bootstrap_servers, *args)
 
     def consumer_groups(self, *args: str) -> str:
         """kafka-consumer-groups against this broker."""

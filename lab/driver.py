@@ -228,6 +228,17 @@ class Lab:
             f"timed out after {deadline_s}s waiting for {what}" + (f": {last_error}" if last_error else "")
         )
 
+    def set_group_config(self, group: str, config: str) -> None:
+        """Group configs (`a=1,b=2`, kafka-configs --entity-type groups), set before the group exists and
+        read back: share and streams groups take settings from them that no client or broker-wide setting
+        gives (the share group's start offset, the streams group's standby replicas and session)."""
+        args = ("--entity-type", "groups", "--entity-name", group)
+        self.broker.configs(*args, "--alter", "--add-config", config)
+        described = self.broker.configs(*args, "--describe")
+        if any(setting not in described for setting in config.split(",")):
+            raise ScenarioError(f"group config {config} not applied to {group}: {described}")
+        self.record.event("group_config_set", group=group, config=config)
+
     def describe(self, group: str):
         return self.admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
 

@@ -20,6 +20,9 @@ SNAPSHOT_INTERVAL_S = 1.0
 # An hour of snapshots at one a second: far more than any scenario takes, so memory stays bounded
 # even if a driver hangs until its own deadlines fire.
 MAX_SNAPSHOTS = 3600
+# The fewest a series holds: the time-lag truth test takes the clock slack from the slowest answer of the
+# series, which a scenario of a few seconds (commits) would otherwise sample only three or four times.
+MIN_SNAPSHOTS = 5
 REQUEST_TIMEOUT_S = 10
 READ_DEADLINE_S = 60
 
@@ -39,6 +42,7 @@ class EndOffsetSeries:
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
         self._topics = topics
         self._stopped = threading.Event()
+        self._enough = threading.Event()
         self._thread = threading.Thread(target=self._run, name="end-offset-series", daemon=True)
         self.snapshots: list[dict] = []
         self.failed = 0
@@ -49,7 +53,9 @@ class EndOffsetSeries:
         return self
 
     def stop(self) -> list[dict]:
-        """Stops the thread (after its current request, at most the request timeout) and returns the series."""
+        """Stops the thread once the series holds MIN_SNAPSHOTS (a short scenario's series runs on at its
+        cadence until then) and after its current request; returns the series."""
+        self._enough.wait(MIN_SNAPSHOTS * SNAPSHOT_INTERVAL_S + REQUEST_TIMEOUT_S * 3)
         self._stopped.set()
         self._thread.join(REQUEST_TIMEOUT_S * 3)
         if self._thread.is_alive():
@@ -69,6 +75,8 @@ class EndOffsetSeries:
             else:
                 if snapshot["offsets"]:
                     self.snapshots.append(snapshot)
+                    if len(self.snapshots) >= MIN_SNAPSHOTS:
+                        self._enough.set()
             # A fixed rate, not a fixed pause: a slow request does not stretch the cadence.
             next_tick += SNAPSHOT_INTERVAL_S
             self._stopped.wait(max(0.0, next_tick - time.monotonic()))

@@ -100,8 +100,11 @@ fi
 if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   fetch_jars kafka-4
   fetch_jars kafka-3.9
-  fetch_jars kafka-4.3  # the newest line Maven Central serves whole (broker and tools), for lab/
-  fetch_jars kafka-streams  # the lab's Kafka Streams application (lab/streams), apart from the broker's jars
+  fetch_jars kafka-4.3
+  fetch_jars kafka-4.4  # the newest line Maven Central serves (broker and tools), for lab/
+  # The lab's Kafka Streams application (lab/streams) of each line it runs on, apart from the broker's jars.
+  fetch_jars kafka-streams
+  fetch_jars kafka-streams-4.3
   # S3-compatible servers the tests start on loopback (scripts/s3proxy.sh): the current s3proxy, and
   # 2.6.0, which ignores conditional writes (a store the run lock must refuse).
   fetch_jars s3proxy

@@ -78,7 +78,7 @@ def _decode(spark: SparkSession, captures: list[Capture]) -> DataFrame:
 
 
 def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, DataFrame]:
-    decoded = _decode(spark, captures)
+    decoded = decoded_captures(spark, captures)
     members = silver.explode_group_members(decoded)
     tables = {
         "offset_commits": materialized(silver.filter_offset_commits(decoded)),

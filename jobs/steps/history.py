@@ -94,6 +94,7 @@ def build_history(
             changes,
             assignments,
             offsets.filter_uncounted_commits(offset_commits),
+            epochs.share_member_records(group_records),
             departure_slack_ms=settings.departure_slack_ms,
             default_session_timeout_ms=settings.consumer_session_timeout_ms,
             default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
+from lab.broker import KAFKA_VERSIONS
+
 # name -> module under lab.scenarios; the order is the capture order.
 SCENARIO_MODULES = {
     "range": "range",
@@ -29,3 +31,10 @@ SCENARIO_MODULES = {
 
 def scenario(name: str) -> ModuleType:
     return import_module(f"lab.scenarios.{SCENARIO_MODULES[name]}")
+
+
+def capture_folders(name: str | None = None) -> set[str]:
+    """The folders (`kafka-<release>` under tests/captures) that hold a capture of scenario `name`: one
+    per Kafka line it declares in VERSIONS; every line's when no scenario is named."""
+    lines = scenario(name).VERSIONS if name else KAFKA_VERSIONS
+    return {f"kafka-{KAFKA_VERSIONS[line]}" for line in lines}

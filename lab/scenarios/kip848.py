@@ -19,7 +19,7 @@ from __future__ import annotations
 from lab.broker import Broker
 from lab.driver import Lab, ScenarioLog
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 BROKER_SETTINGS = {"3.9": {"group.coordinator.rebalance.protocols": "classic,consumer"}}
 GROUP = "kip848"
 TOPICS = ("payments",)

@@ -1,18 +1,19 @@
 """A KIP-848 handover race: a member crashes (SIGKILL) while another joins. Topic `handover` (4 partitions).
 
-In each attempt a fresh group `handover-N` gets k1 and k2 (group epochs 1, 2: two partitions each). Then k2
-is killed and k3 started at once. k3 joins (epoch 3) while the coordinator still counts the dead k2 as a
-member, so the new target assignment (type 7) gives k3 two partitions' worth of someone's partitions. When
-the server assignor takes them from k2, k3 is targeted partitions that nobody will release: its current
-assignment (type 8) stays empty (state UNRELEASED_PARTITIONS) until k2 is fenced at its 6 s session
-(epoch 4, tombstones of k2's types 8, 7, 5), and only then does k3 own them. When the assignor takes from
-k1 instead, k1 revokes at once and there is no race to see: that attempt's members leave cleanly and the
-next attempt starts with a fresh group. The race is recognised in the broker's own records
-(DumpLogSegments over the live segments), never assumed; the scenario fails if it is not captured within
-MAX_ATTEMPTS. Every attempt stays in the log: the failed ones are real KIP-848 history too.
+In each attempt a fresh group `handover-N` gets k1 and k2 (group epochs 1, 2 on 4.2.1; 2, 3 on 4.3.1: two
+partitions each). Then k2 is killed and k3 started at once. k3 joins (epoch 3; 4 on 4.3.1) while the
+coordinator still counts the dead k2 as a member, so the new target assignment (type 7) gives k3 two
+partitions' worth of someone's partitions. When the server assignor takes them from k2, k3 is targeted
+partitions that nobody will release: its current assignment (type 8) stays empty (state
+UNRELEASED_PARTITIONS) until k2 is fenced at its 6 s session (the next epoch, tombstones of k2's types 8,
+7, 5), and only then does k3 own them. When the assignor takes from k1 instead, k1 revokes at once and
+there is no race to see: that attempt's members leave cleanly and the next attempt starts with a fresh
+group. The race is recognised in the broker's own records (DumpLogSegments over the live segments), never
+assumed; the scenario fails if it is not captured within MAX_ATTEMPTS. Every attempt stays in the log: the
+failed ones are real KIP-848 history too.
 
-4.2.1 only: on 3.9 the members would be the Java console consumer, which logs no callbacks, and the
-callbacks are this scenario's ground truth.
+4.2.1 and 4.3.1, not 3.9: there the members would be the Java console consumer, which logs no callbacks,
+and the callbacks are this scenario's ground truth.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from lab.broker import Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.dump import parse_dump
 
-VERSIONS = ("4",)
+VERSIONS = ("4", "4.3")
 TOPIC = "handover"
 TOPICS = (TOPIC,)
 PARTITIONS = 4

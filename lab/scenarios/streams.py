@@ -1,7 +1,8 @@
 """A real Kafka Streams application on the streams rebalance protocol (KIP-1071, `group.protocol=streams`).
 
 The application (lab/streams/LabStreamsApp.java, compiled here with javac against the kafka-streams
-4.2.1 jars that scripts/bootstrap.sh fetched into jvm/kafka-streams/jars) counts words: `words` (3
+jars of the broker's line that scripts/bootstrap.sh fetched: 4.2.1 in jvm/kafka-streams/jars, 4.3.1 in
+jvm/kafka-streams-4.3/jars) counts words: `words` (3
 partitions) -> groupBy -> count -> `word-counts`. The groupBy makes a repartition topic, so the topology
 has two subtopologies (six tasks), and the count a changelogged store, so subtopology 1's tasks are
 stateful and can have standby replicas. The broker assigns them and writes types 17, 19, 20, 21, 22, 23.
@@ -27,18 +28,17 @@ from lab.broker import REPO_ROOT, TOOL_JVM_OPTIONS, Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.jvm_member import JvmMember, events_file
 
-VERSIONS = ("4",)
+VERSIONS = ("4", "4.3")
 # Streams-group sessions as short as the KIP-848 ones (the minimums let the group config ask for 6 s),
 # and no initial delay before the first assignment.
-BROKER_SETTINGS = {
-    "4": {
-        "group.streams.min.session.timeout.ms": 1000,
-        "group.streams.session.timeout.ms": 6000,
-        "group.streams.min.heartbeat.interval.ms": 500,
-        "group.streams.heartbeat.interval.ms": 1000,
-        "group.streams.initial.rebalance.delay.ms": 0,
-    }
+STREAMS_SETTINGS = {
+    "group.streams.min.session.timeout.ms": 1000,
+    "group.streams.session.timeout.ms": 6000,
+    "group.streams.min.heartbeat.interval.ms": 500,
+    "group.streams.heartbeat.interval.ms": 1000,
+    "group.streams.initial.rebalance.delay.ms": 0,
 }
+BROKER_SETTINGS = {line: STREAMS_SETTINGS for line in VERSIONS}
 GROUP = "streams-lab"
 DELETED_GROUP = "streams-lab-deleted"
 INPUT, OUTPUT, INPUT_PARTITIONS = "words", "word-counts", 3
@@ -48,18 +48,23 @@ STATEFUL_TASKS = frozenset(f"1_{partition}" for partition in range(3))
 STANDBY_REPLICAS = 1
 SESSION_CONFIG = "streams.session.timeout.ms=6000,streams.heartbeat.interval.ms=1000"
 SOURCE = Path(__file__).resolve().parent.parent / "streams" / "LabStreamsApp.java"
-STREAMS_JARS = REPO_ROOT / "jvm" / "kafka-streams" / "jars"
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+# The app is of the broker's own line, like the share and Connect clients: what a line's Streams client
+# sends (its topology, its heartbeat fields) is part of what that line's broker writes.
+STREAMS_JARS = {
+    "4": REPO_ROOT / "jvm" / "kafka-streams" / "jars",
+    "4.3": REPO_ROOT / "jvm" / "kafka-streams-4.3" / "jars",
+}
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 
 
-def build_app(workdir: Path) -> Path:
-    """javac LabStreamsApp.java; returns the classes directory."""
-    if not any(STREAMS_JARS.glob("kafka-streams-*.jar")):
-        raise ScenarioError(f"Kafka Streams jars are missing in {STREAMS_JARS}: run scripts/bootstrap.sh")
+def build_app(line: str, workdir: Path) -> Path:
+    """javac LabStreamsApp.java against Kafka Streams of the broker's `line`; returns the classes directory."""
+    jars = STREAMS_JARS[line]
+    if not any(jars.glob("kafka-streams-*.jar")):
+        raise ScenarioError(f"Kafka Streams jars are missing in {jars}: run scripts/bootstrap.sh")
     classes = workdir / "streams-classes"
     shutil.rmtree(classes, ignore_errors=True)
-    command = ["javac", "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{STREAMS_JARS}/*", str(SOURCE)]
+    command = ["javac", "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{jars}/*", str(SOURCE)]
     subprocess.run(command, check=True)
     return classes
 
@@ -69,7 +74,8 @@ class Instance(JvmMember):
     SIGTERM: the shutdown hook closes KafkaStreams with LEAVE_GROUP before the JVM exits."""
 
     def __init__(self, lab: Lab, group: str, name: str, classes: Path):
-        command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{STREAMS_JARS}/*", "groupscope.lab.LabStreamsApp"]
+        jars = STREAMS_JARS[lab.broker.version]
+        command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{jars}/*", "groupscope.lab.LabStreamsApp"]
         state = lab.record.workdir / f"state-{name}"
         command += [lab.broker.bootstrap_servers, group, name, str(state), str(events_file(lab, name))]
         super().__init__(lab, group, name, "streams_instance", command)
@@ -110,13 +116,7 @@ def set_group_config(lab: Lab, group: str) -> None:
     the group exists, through the GROUP config resource (IncrementalAlterConfigs). The session timeout
     too: a first 4.2.1 capture fenced the killed instance after Kafka's default 45 s although the
     broker's group.streams.session.timeout.ms was 6000."""
-    config = f"streams.num.standby.replicas={STANDBY_REPLICAS},{SESSION_CONFIG}"
-    args = ("--bootstrap-server", lab.broker.bootstrap_servers, "--entity-type", "groups", "--entity-name", group)
-    lab.broker.run_tool(CONFIG_COMMAND, *args, "--alter", "--add-config", config)
-    described = lab.broker.run_tool(CONFIG_COMMAND, *args, "--describe")
-    if any(setting not in described for setting in config.split(",")):
-        raise ScenarioError(f"group config {config} not applied to {group}: {described}")
-    lab.record.event("group_config_set", group=group, config=config)
+    lab.set_group_config(group, f"streams.num.standby.replicas={STANDBY_REPLICAS},{SESSION_CONFIG}")
 
 
 def streams_groups(lab: Lab, *args: str) -> str:
@@ -129,7 +129,7 @@ def run(broker: Broker, record: ScenarioLog) -> None:
     lab.create_topic(OUTPUT, INPUT_PARTITIONS)
     lab.produce(INPUT, 60)
     set_group_config(lab, GROUP)
-    classes = build_app(record.workdir)
+    classes = build_app(broker.version, record.workdir)
 
     instances: list[Instance] = []
     for name in ("s1", "s2", "s3"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from tests.lab_tables import Capture, all_captures
+from tests.lab_tables import all_captures
 
 DESCRIBE_COLUMNS = (
     "GROUP",
@@ -54,44 +54,47 @@ def parse_describe(text: str) -> dict[tuple[str, str, int], tuple]:
 STREAMS_RECORD_TYPES = range(17, 24)  # KIP-1071 streams group records
 
 
-def streams_groups(lab, capture: Capture):
-    """Groups of the streams protocol: kafka-consumer-groups does not list them (kafka-streams-groups does)."""
+def streams_groups(lab):
+    """(cluster, group_id) of the streams protocol: kafka-consumer-groups does not list them
+    (kafka-streams-groups does)."""
     is_streams_record = F.col("record_type").isin(*STREAMS_RECORD_TYPES)
-    records = lab["consumer_group_records"].where((F.col("cluster") == F.lit(capture.cluster)) & is_streams_record)
-    return records.select("group_id").distinct()
+    return lab["consumer_group_records"].where(is_streams_record).select("cluster", "group_id").distinct()
 
 
-def tables_describe(lab, capture: Capture) -> dict[tuple[str, str, int], tuple]:
-    """The same view from the gold tables: lag at the capture's end-offset snapshot, and the owners of the
-    live generation, for every group not deleted (groups that only commit have no generation at all)."""
-    cluster = F.col("cluster") == F.lit(capture.cluster)
+def tables_describe(spark, lab) -> dict[str, dict[tuple[str, str, int], tuple]]:
+    """The same view from the gold tables, every capture at once (cluster -> view): lag at the capture's
+    last end-offset snapshot, and the owners of the live generation, for every group not deleted
+    (groups that only commit have no generation at all)."""
     # The capture holds snapshots from the whole scenario; the description was taken at the last one.
-    at_description = cluster & (F.col("observed_at") == F.lit(capture.final_observed_at))
-    latest = (
-        lab["generations"].where(cluster).groupBy("group_id").agg(F.max_by("state", "source_offset").alias("state"))
+    descriptions = spark.createDataFrame(
+        [(capture.cluster, capture.final_observed_at) for capture in CAPTURES], "cluster string, observed_at timestamp"
     )
-    deleted_groups = latest.where(F.col("state") == F.lit("deleted")).select("group_id")
+    latest = lab["generations"].groupBy("cluster", "group_id").agg(F.max_by("state", "source_offset").alias("state"))
+    deleted_groups = latest.where(F.col("state") == F.lit("deleted")).select("cluster", "group_id")
     owners = (
         lab["generation_assignments"]
-        .where(cluster & F.col("valid_until").isNull() & (F.col("group_protocol") != F.lit("share")))
-        .select("group_id", "topic", "partition", "member_id", "client_host", "client_id")
+        .where(F.col("valid_until").isNull() & (F.col("group_protocol") != F.lit("share")))
+        .select("cluster", "group_id", "topic", "partition", "member_id", "client_host", "client_id")
     )
     lag = (
         lab["lag"]
-        .where(at_description)
-        .select("group_id", "topic", "partition", "committed_offset", "end_offset", "offset_lag")
+        .join(descriptions, on=["cluster", "observed_at"], how="left_semi")
+        .select("cluster", "group_id", "topic", "partition", "committed_offset", "end_offset", "offset_lag")
     )
     end_offsets = (
-        lab["end_offsets"].where(at_description).select("topic", "partition", F.col("end_offset").alias("log_end"))
+        lab["end_offsets"]
+        .join(descriptions, on=["cluster", "observed_at"], how="left_semi")
+        .select("cluster", "topic", "partition", F.col("end_offset").alias("log_end"))
     )
     described = (
-        lag.join(owners, on=["group_id", "topic", "partition"], how="full")
-        .join(deleted_groups, on="group_id", how="left_anti")
-        .join(streams_groups(lab, capture), on="group_id", how="left_anti")
-        .join(end_offsets, on=["topic", "partition"], how="left")
+        lag.join(owners, on=["cluster", "group_id", "topic", "partition"], how="full")
+        .join(deleted_groups, on=["cluster", "group_id"], how="left_anti")
+        .join(streams_groups(lab), on=["cluster", "group_id"], how="left_anti")
+        .join(end_offsets, on=["cluster", "topic", "partition"], how="left")
     )
-    return {
-        (r.group_id, r.topic, r.partition): (
+    views: dict[str, dict[tuple[str, str, int], tuple]] = {capture.cluster: {} for capture in CAPTURES}
+    for r in described.collect():
+        views[r.cluster][(r.group_id, r.topic, r.partition)] = (
             r.committed_offset,
             r.end_offset if r.end_offset is not None else r.log_end,
             r.offset_lag,
@@ -99,17 +102,25 @@ def tables_describe(lab, capture: Capture) -> dict[tuple[str, str, int], tuple]:
             r.client_host,
             r.client_id,
         )
-        for r in described.collect()
-    }
+    return views
+
+
+@pytest.fixture(scope="module")
+def described_by_tables(spark, lab) -> tuple[dict, set[str]]:
+    """(every capture's view from the tables, the clusters where a group other than a streams group commits),
+    in two Spark jobs for all captures rather than several per capture."""
+    committing = lab["offset_commits"].select("cluster", "group_id").distinct()
+    non_streams = committing.join(streams_groups(lab), on=["cluster", "group_id"], how="left_anti")
+    return tables_describe(spark, lab), {r.cluster for r in non_streams.select("cluster").distinct().collect()}
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=[c.cluster for c in CAPTURES])
-def test_tables_equal_kafka_consumer_groups_describe(lab, capture):
+def test_tables_equal_kafka_consumer_groups_describe(described_by_tables, capture):
+    views, clusters_with_consumer_commits = described_by_tables
     kafka = parse_describe((capture.path / "describe.txt").read_text())
-    committing = lab["offset_commits"].where(F.col("cluster") == F.lit(capture.cluster)).select("group_id").distinct()
-    only_streams_groups_commit = committing.join(streams_groups(lab, capture), "group_id", "left_anti").isEmpty()
+    only_streams_groups_commit = capture.cluster not in clusters_with_consumer_commits
     assert kafka or only_streams_groups_commit, "the capture's describe output lists no partition"
-    ours = tables_describe(lab, capture)
+    ours = views[capture.cluster]
     differences = {
         key: {"kafka": kafka.get(key), "groupscope": ours.get(key)}
         for key in kafka.keys() | ours.keys()

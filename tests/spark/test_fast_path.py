@@ -3,7 +3,7 @@ decoder does.
 
 The reference is the declarative decoder (schemas/ layouts read by transforms.decoder.layout_reader, rows by
 transforms.decoder.decode_rows). The silver decoder (common offset commits by the fast path, the rest by the
-reference) runs over every real record the project holds (lab captures from Kafka 4.2.1 and 3.9.2,
+reference) runs over every real record the project holds (lab captures from Kafka 3.9.2 to 4.4.0,
 public fixtures, a generator sample) and over hand-made and damaged offset commits; each decoded row
 must equal the reference decoder's, column for column.
 """

@@ -92,11 +92,15 @@ def rebalanced(spark):
     framed = rebalances.logical_rebalances(gens, assignments, round_gap_fallback_ms=300_000).localCheckpoint()
     changes = assignment_math.partition_changes(framed, assignments).localCheckpoint()
     counted = offsets.filter_uncounted_commits(commits(spark, COMMITS))
+    no_share_members = spark.createDataFrame(
+        [], "cluster string, group_id string, member_id string, record_at timestamp"
+    )
     rows = rebalances.rebalances(
         framed,
         changes,
         assignments,
         counted,
+        no_share_members,
         departure_slack_ms=30_000,
         default_session_timeout_ms=45_000,
         default_heartbeat_interval_ms=5_000,

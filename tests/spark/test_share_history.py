@@ -1,6 +1,6 @@
 """The gold history of the lab's share groups (KIP-932) equals what Kafka and the lab's own clients saw.
 
-Two independent oracles, on the 4.2.1 and 4.3.1 share captures (the `lab` fixture has run them through
+Two independent oracles, on the share captures of 4.2.1, 4.3.1 and 4.4.0 (the `lab` fixture has run them through
 the history builder with every other capture):
 - `kafka-share-groups --describe --members` (describe-share-members.txt), taken at the end of the
   scenario: the last generation of every live share group holds exactly its members, with every column
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 from pyspark.sql import functions as F
 
+from lab.scenarios import capture_folders
 from tests.lab_tables import Capture, all_captures
 from transforms.gold import touched
 
@@ -60,8 +61,8 @@ def test_parse_members_reads_every_column_and_an_empty_assignment():
     }
 
 
-def test_both_share_lines_are_among_the_captures():
-    assert {capture.path.parent.name for capture in SHARE_CAPTURES} == {"kafka-4.2.1", "kafka-4.3.1"}
+def test_a_share_capture_of_each_line_is_among_the_captures():
+    assert {capture.path.parent.name for capture in SHARE_CAPTURES} == capture_folders("share")
 
 
 def tables_members(lab, capture: Capture) -> dict[tuple[str, str], tuple]:
@@ -143,6 +144,10 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
         if event["event"] == "share_group_stable":
             owners = {(p, m) for m, partitions in event["assignment"].items() for p in partitions}
             states.append(Settled(index, owners, set(event["assignment"]), epoch))
+        # Emptied by its last member's leave: a generation only where the line wrote the empty group a
+        # target-assignment epoch of its own, as kafka-share-groups --describe --state printed it.
+        if event["event"] == "share_group_empty" and states and event["assignment_epoch"] > states[-1].generation:
+            states.append(Settled(index, set(), set(), event["assignment_epoch"]))
     for before, after in zip([None, *states[:-1]], states, strict=True):
         start = before.index if before else -1
         previous = before.members if before else set()
@@ -157,6 +162,8 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
                 after.causes.add("member_left_after_timeout")
             elif kind == "topic_deleted" and event["topic"] in owned_topics:
                 after.causes.add("partitions_removed")
+        if previous and not after.members:
+            after.causes.add("group_emptied")
     return states
 
 
@@ -166,9 +173,9 @@ def moved(before: Settled | None, after: Settled) -> set[tuple[str, str, str]]:
     return {(p, previous[p], m) for p, m in after.owners if p in previous and previous[p] != m}
 
 
-def skew(state: Settled) -> int:
+def skew(state: Settled) -> int | None:
     held = [sum(1 for _, owner in state.owners if owner == m) for m in state.members]
-    return max(held) - min(held)
+    return max(held) - min(held) if held else None  # no member: no skew
 
 
 CASES = [

@@ -1,5 +1,5 @@
 """share_lag against Kafka: at the snapshot taken just before `kafka-share-groups --describe --offsets`
-at the end of the share scenario (real 4.2.1 and 4.3.1 brokers), every row the tool printed, every
+at the end of the share scenario (real 4.2.1, 4.3.1 and 4.4.0 brokers), every row the tool printed, every
 column as printed ('-' included), and no other row.
 
 The expected rows are the tool's output committed with each capture (describe-share.txt); the tables are
@@ -15,12 +15,13 @@ from pyspark.sql import functions as F
 
 from jobs.steps.share_backlog import status_settings
 from jobs.tables import materialized
+from lab.scenarios import capture_folders
 from schemas import ops
-from tests.lab_tables import CAPTURES, Capture, decoded_captures
+from tests.lab_tables import CAPTURES, Capture, all_captures, decoded_captures
 from transforms import silver
 from transforms.gold import share_state
 
-SHARE_CAPTURES = [Capture(CAPTURES / line / "share") for line in ("kafka-4.2.1", "kafka-4.3.1")]
+SHARE_CAPTURES = [Capture(CAPTURES / folder / "share") for folder in sorted(capture_folders("share"))]
 # What ShareGroupCommand prints for --describe --offsets (without --verbose), in this order.
 DESCRIBE_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
 PRINTED = {"GROUP": "group_id", "TOPIC": "topic", "PARTITION": "partition", "START-OFFSET": "start_offset",
@@ -38,7 +39,9 @@ def printed(value) -> str:
 
 @pytest.fixture(scope="module")
 def share_tables(spark, spark_config):
-    decoded = decoded_captures(spark, SHARE_CAPTURES)
+    # The share captures' rows of the decode the `lab` fixture made of every capture: decoded once a session.
+    share_clusters = [capture.cluster for capture in SHARE_CAPTURES]
+    decoded = decoded_captures(spark, all_captures()).where(F.col("cluster").isin(share_clusters))
     states = materialized(share_state.share_partition_states(silver.filter_share_group_state(decoded)))
     topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     names = share_state.share_topic_names(silver.filter_consumer_group_records(decoded), topic_ids)

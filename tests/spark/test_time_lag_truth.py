@@ -27,6 +27,7 @@ from collections import defaultdict
 
 from pyspark.sql import functions as F
 
+from lab.snapshots import MIN_SNAPSHOTS
 from tests.lab_tables import Capture, all_captures
 from transforms.gold import lag as lag_transform
 
@@ -95,7 +96,7 @@ def check_row(row, truth: float | None, slack: float) -> str | None:
 def slack_s(capture: Capture) -> float:
     """D for one capture: the slowest answer to a snapshot of its series, plus the producer's slack."""
     series = json.loads((capture.path / "end_offsets.json").read_text()).get("series", [])
-    assert len(series) >= 5, f"{capture.cluster}: {len(series)} snapshots in the series; re-capture it"
+    assert len(series) >= MIN_SNAPSHOTS, f"{capture.cluster}: {len(series)} snapshots in the series; re-capture it"
     assert all(s["answered_at_ms"] >= s["observed_at_ms"] for s in series), capture.cluster
     return (max(s["answered_at_ms"] - s["observed_at_ms"] for s in series) + PRODUCE_SLACK_MS) / 1000
 

@@ -1,6 +1,6 @@
 """Real broker segments with one batch header damaged: only that batch is lost, every other record reads.
 
-The segments are the lab captures (tests/captures/kafka-*/*/segments: real Kafka 4.2.1 and 3.9.2
+The segments are the lab captures (tests/captures/kafka-*/*/segments: real Kafka 3.9.2, 4.2.1, 4.3.1 and 4.4.0
 broker output). Each batch in turn gets bits of its batchLength, magic or attributes flipped; the
 segment reader must then return exactly one error item holding that batch's bytes, and every record
 of every other batch, before and after it, as the undamaged file gives it. `jobs.dump` prints the same.

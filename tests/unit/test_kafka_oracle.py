@@ -1,9 +1,9 @@
 """Every record of every real segment we have decodes exactly as Kafka's own DumpLogSegments decodes it.
 
 Sources: the public fixtures (real brokers, Kafka 2.x-3.x era data) and every lab capture made from
-real 3.9.2, 4.2.1 and 4.3.1 brokers (tests/captures). Kafka 4.2.1's DumpLogSegments (4.3.1's for the
-4.3.1 captures) is run on the same files in this test; the comparison is of parsed structures, field by
-field.
+real 3.9.2, 4.2.1, 4.3.1 and 4.4.0 brokers (tests/captures). Kafka 4.2.1's DumpLogSegments (the writer's
+own for the 4.3.1 and 4.4.0 captures) is run on the same files in this test; the comparison is of parsed
+structures, field by field.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import pytest
 
 from jobs.segment_files import read_paths
 from lab.dump import parse_dump
+from lab.scenarios import capture_folders
 from lab.scenarios.share import DELETED_GROUP, DELIVERY_COUNT_LIMIT, GROUP, SESSION_TIMEOUT_MS, SHARE_SETTINGS
 from tests.conftest import REPO_ROOT
 from tests.kafka_oracle import kafka_by_position, ours_by_position, parse_describe, snake_case
@@ -24,7 +25,7 @@ from transforms.decoder.coordinator_records import decode_record
 from transforms.decoder.decode_rows import to_jsonable
 from transforms.decoder.record_batches import topic_from_path
 
-# One share capture per Kafka line (4.2.1, 4.3.1): the same scenario, each line's own DumpLogSegments.
+# One share capture per Kafka line (4.2.1, 4.3.1, 4.4.0): the same scenario, each line's own DumpLogSegments.
 CAPTURES = sorted((REPO_ROOT / "tests" / "captures").glob("kafka-*/share"))
 per_capture = pytest.mark.parametrize("capture", CAPTURES, ids=[path.parent.name for path in CAPTURES])
 SHARE_MEMBER, SHARE_METADATA, SHARE_TARGET_METADATA, SHARE_TARGET_MEMBER, SHARE_CURRENT, SHARE_STATE_PARTITIONS = range(
@@ -89,8 +90,8 @@ def labels(records: dict) -> set[str]:
     return {f"{r['record_type']}{'' if r['value'] is not None else ' tombstone'}" for r in records.values()}
 
 
-def test_there_are_share_captures_of_both_kafka_4_lines():
-    assert {path.parent.name for path in CAPTURES} >= {"kafka-4.2.1", "kafka-4.3.1"}
+def test_there_is_a_share_capture_of_every_line_the_scenario_runs_on():
+    assert {path.parent.name for path in CAPTURES} == capture_folders("share")
 
 
 @per_capture

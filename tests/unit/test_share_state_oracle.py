@@ -3,7 +3,7 @@
 every field Kafka printed, unchanged.
 
 tests/unit/test_kafka_oracle.py's pattern for the share coordinator's topic: Kafka's tool is run here on
-the captured files (4.2.1's for the 4.2.1 capture, 4.3.1's for the 4.3.1 one), and its parsed output is
+the captured files (each capture's own line's: 4.2.1, 4.3.1, 4.4.0), and its parsed output is
 compared with groupscope's, which reads the records as the ingest job does: the capture directory is
 searched (both topics' partition directories), each record's topic is taken from its directory, and
 the raw rows are those `ingest` writes (transforms.bronze.raw_batch) and `decode` reads
@@ -19,6 +19,7 @@ import pytest
 
 from jobs.segment_files import read_paths
 from lab.broker import dump_share_state
+from lab.scenarios import capture_folders
 from schemas.coordinator_records import CONSUMER_OFFSETS_TOPIC
 from schemas.layouts import NO_DEFAULT
 from schemas.share_state_records import SHARE_GROUP_STATE_TOPIC, SHARE_STATE_RECORD_TYPES
@@ -71,8 +72,8 @@ def share_state_rows(capture: Path) -> dict[tuple[str, int], dict]:
     }
 
 
-def test_there_are_share_state_captures_of_both_kafka_4_lines():
-    assert {capture.parent.name for capture in CAPTURES} >= {"kafka-4.2.1", "kafka-4.3.1"}
+def test_there_are_share_state_captures_of_every_line_the_share_scenario_runs_on():
+    assert {capture.parent.name for capture in CAPTURES} == capture_folders("share")
     assert all(share_state_files(capture) for capture in CAPTURES)
 
 

@@ -10,9 +10,11 @@ A KIP-848 member's session runs from its last heartbeat, and a commit may follow
 to one heartbeat interval (commits are not heartbeats there), so for those members the session
 timeout above is shortened by the heartbeat interval (both broker settings, not in the records).
 - longer: the records cannot tell (an idle member leaves no sign of life) -> 'unknown'.
-A share-group member commits no offset: its signs of life are the records its heartbeats made the
-coordinator write, the latest of which is the generation's anchor or the last member reaching its
-epoch (`before_reconciled_at`); and as no commit can follow them, the full session timeout applies.
+A share-group member commits no offset: its signs of life are the records its own heartbeats made the
+coordinator write (its metadata and current assignments, `share_member_records`), not the generation's
+records, which any member's heartbeat may have made (a 4.4.0 capture: the killed m3's session ran out
+5.7 s after the last member reconciled, 6.0 s after m3's own last record); and as no commit can follow
+them, the full session timeout applies.
 
 Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
 after it completes, so the gap in the group's commits around it - from its last commit at or before
@@ -76,22 +78,33 @@ def members_left(
     rebalances: DataFrame,
     assignments: DataFrame,
     commits: DataFrame,
+    share_member_records: DataFrame,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
-    """framed rebalances (left_members, before_generation, ...) -> (rebalance, members_left: DEPARTUREs)."""
+    """framed rebalances (left_members, before_generation, ...) + share members' own records (cluster,
+    group_id, member_id, record_at) -> (rebalance, members_left: DEPARTUREs)."""
     is_share = F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)
     left = rebalances.select(
         *REBALANCE,
         "before_generation",
         "join_completed_at",
-        F.when(is_share, F.greatest("before_last_recorded_at", "before_reconciled_at"))
-        .otherwise(F.col("before_last_recorded_at"))
-        .alias("before_last_recorded_at"),
+        F.when(~is_share, F.col("before_last_recorded_at")).alias("before_last_recorded_at"),
         is_share.alias("is_share"),
         F.explode("left_members").alias("m"),
     ).withColumn("member_key", member_key(F.col("m")))
+    own_records = share_member_records.select(
+        "cluster", "group_id", F.col("member_id").alias("own_member_id"), F.col("record_at").alias("own_record_at")
+    )
+    last_own_records = (
+        left.where(F.col("is_share"))
+        .select(*REBALANCE, "member_key", "join_completed_at", F.col("m.member_id").alias("own_member_id"))
+        .join(own_records, on=["cluster", "group_id", "own_member_id"], how="inner")
+        .where(F.col("own_record_at") <= F.col("join_completed_at"))
+        .groupBy(*REBALANCE, "member_key")
+        .agg(F.max("own_record_at").alias("last_own_record_at"))
+    )
     owned = assignments.select(
         *INCARNATION, F.col("generation").alias("before_generation"), "member_key", "topic", "partition"
     )
@@ -110,7 +123,7 @@ def members_left(
         .groupBy(*REBALANCE, "member_key")
         .agg(F.max("last_commit.record_at").alias("last_commit_at"))
     )
-    last_seen = F.greatest("before_last_recorded_at", "last_commit_at")
+    last_seen = F.greatest("before_last_recorded_at", "last_commit_at", "last_own_record_at")
     silent_ms = F.unix_millis("join_completed_at") - F.unix_millis(last_seen)
     timeout_ms = F.coalesce(F.col("m.session_timeout_ms"), F.lit(default_session_timeout_ms)).cast("long")
     heartbeat_after_commit_ms = F.when(
@@ -131,6 +144,7 @@ def members_left(
     )
     return (
         left.join(last_commits, on=[*REBALANCE, "member_key"], how="left")
+        .join(last_own_records, on=[*REBALANCE, "member_key"], how="left")
         .groupBy(*REBALANCE)
         .agg(F.array_sort(F.collect_list(departure)).alias("members_left"))
     )

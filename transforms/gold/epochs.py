@@ -55,8 +55,10 @@ CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
 # assignor or rebalance timeout), 12 ShareGroupTargetAssignmentMetadata (assignment epoch), 13 the target
 # per member and 14 ShareGroupCurrentMemberAssignment (member epochs, state, assigned partitions: no
 # pending revocation, a share partition is handed over without one). Read as their consumer twins.
-SHARE_AS_CONSUMER_TYPES = {11: RECORD_GROUP_EPOCH, 10: RECORD_MEMBER_METADATA, 12: RECORD_TARGET_EPOCH,
-                           13: RECORD_TARGET_MEMBER, 14: RECORD_CURRENT_MEMBER}  # fmt: skip
+SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER = 10, 14
+SHARE_AS_CONSUMER_TYPES = {11: RECORD_GROUP_EPOCH, SHARE_MEMBER_METADATA: RECORD_MEMBER_METADATA,
+                           12: RECORD_TARGET_EPOCH, 13: RECORD_TARGET_MEMBER,
+                           SHARE_CURRENT_MEMBER: RECORD_CURRENT_MEMBER}  # fmt: skip
 MEMBER_STATE_STABLE = 0  # type 8/14 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 
 ANCHOR = (*INCARNATION, "generation", "anchor_offset")
@@ -201,6 +203,15 @@ def _as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
         )
         .transform(with_streams_as_consumer)
     )
+
+
+def share_member_records(consumer_group_records: DataFrame) -> DataFrame:
+    """consumer_group_records -> (cluster, group_id, member_id, record_at): each record a share-group
+    member's own heartbeat made the coordinator write (its metadata, type 10, on joining or changing; its
+    current assignment, type 14, on reconciling). The target records (12, 13) are written on whichever
+    member's heartbeat computed the epoch, so they are no sign of any one member's life."""
+    is_own = F.col("record_type").isin(SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER) & ~F.col("is_tombstone")
+    return consumer_group_records.where(is_own).select("cluster", "group_id", "member_id", "record_at")
 
 
 def consumer_group_generations(consumer_group_records: DataFrame, topic_names: DataFrame) -> DataFrame:

@@ -12,6 +12,9 @@ coordinator has not resolved yet (it subscribes to no topic name): the join comp
 epoch, which resolves it, so the two are one rebalance, as the member sees it. Share-group epochs
 (rebalance_protocol 'share') likewise, except a join epoch that targets nothing while the share partitions
 of the subscribed topics are being initialised: it and the next epoch, same members, are one rebalance.
+Streams-group epochs too, except an epoch that targets no active task while the coordinator has not yet
+validated the group's topology (the group is NOT_READY until its internal topics exist; Kafka 4.3 writes
+that epoch's empty target, 4.2 wrote none): it and the next epoch, same members, are one rebalance.
 """
 
 from __future__ import annotations
@@ -75,22 +78,25 @@ def _revoke_rounds(generations: DataFrame, assignments: DataFrame, round_gap_fal
     follows_in_time = (F.unix_millis(F.lead("recorded_at").over(order)) - F.unix_millis("recorded_at")) <= round_gap_ms
     protocol = rebalance_protocol(F.col("group_protocol"), F.col("assignor"))
     awaits_regex = F.exists("members", lambda m: F.size(F.coalesce(m["subscribed_topics"], F.array())) == 0)
+    targets_nothing = F.forall("members", lambda m: F.size(F.coalesce(m["target_partitions"], F.array())) == 0)
+    same_members_next = (
+        F.lead(F.array_sort(_member_keys(F.col("members"))))
+        .over(order)
+        .eqNullSafe(F.array_sort(_member_keys(F.col("members"))))
+    )
     # A share group's coordinator assigns a topic's partitions only once the share coordinator has
     # initialised their state (type 15 moves the topic from initializing to initialized): the epoch a
     # member joins in can target nothing, and the next, with the same members, completes the join.
-    awaits_share_partitions = F.forall(
-        "members",
-        lambda m: (
-            (F.size(F.coalesce(m["target_partitions"], F.array())) == 0)
-            & (F.size(F.coalesce(m["subscribed_topics"], F.array())) > 0)
-        ),
-    ) & F.lead(F.array_sort(_member_keys(F.col("members")))).over(order).eqNullSafe(
-        F.array_sort(_member_keys(F.col("members")))
-    )
+    subscribes = F.forall("members", lambda m: F.size(F.coalesce(m["subscribed_topics"], F.array())) > 0)
+    awaits_share_partitions = targets_nothing & subscribes & same_members_next
+    # A streams group assigns tasks only once its topology is validated (the coordinator creates the
+    # internal topics first); a streams member's target partitions are its active tasks.
+    awaits_topology = targets_nothing & same_members_next
     is_revoke_round = (
         ((protocol == F.lit(PROTOCOL_COOPERATIVE)) & (F.coalesce("revoked_pending", F.lit(0)) > 0))
         | ((protocol == F.lit(PROTOCOL_CONSUMER)) & awaits_regex)
         | ((protocol == F.lit(PROTOCOL_SHARE)) & (F.size("members") > 0) & awaits_share_partitions)
+        | ((protocol == F.lit(PROTOCOL_STREAMS)) & (F.size("members") > 0) & awaits_topology)
     ) & F.coalesce(follows_in_time, F.lit(False))
     return live.join(pending, on=list(REBALANCE), how="left").withColumn("is_revoke_round", is_revoke_round)
 
@@ -124,7 +130,6 @@ def _logical_rebalances(rounds: DataFrame) -> DataFrame:
         F.lag("last_recorded_at").over(before).alias("before_last_recorded_at"),
         F.lag("recorded_at").over(before).alias("before_recorded_at"),
         F.lag("assignor").over(before).alias("before_assignor"),
-        F.lag("reconciled_at").over(before).alias("before_reconciled_at"),
     ).where(F.col("before_generation").isNotNull() | (F.size("members") > 0))
 
 
@@ -209,19 +214,26 @@ def rebalances(
     changes: DataFrame,
     assignments: DataFrame,
     commits: DataFrame,
+    share_member_records: DataFrame,
     *,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed (`logical_rebalances`) + changes (`assignment_math.partition_changes`) + assignments + counted commits
-    -> gold `rebalances`."""
+    + share members' own records (`epochs.share_member_records`) -> gold `rebalances`."""
     after_members = framed.select(*REBALANCE, F.explode("members").alias("m")).select(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
     )
     no_departures = F.array().cast(gold.rebalances_schema["members_left"].dataType)
     left = departures.members_left(
-        framed, assignments, commits, departure_slack_ms, default_session_timeout_ms, default_heartbeat_interval_ms
+        framed,
+        assignments,
+        commits,
+        share_member_records,
+        departure_slack_ms,
+        default_session_timeout_ms,
+        default_heartbeat_interval_ms,
     )
     enriched = (
         framed.join(left, on=list(REBALANCE), how="left")

@@ -10,8 +10,9 @@ state, and active, standby and warm-up tasks, each with its own pending revocati
 A task is (subtopology id, partition). Only active tasks process records and commit offsets, so they are
 what a member owns: they fill the twins' assigned partitions (and pending revocation), keyed by the
 subtopology id where a consumer record has a topic id. Standby and warm-up tasks, which the generations'
-shape has no column for, are in `streams_members` (transforms.gold.streams_members). Topic names never apply: the history names
-such a holding's `topic` by its subtopology id, with topic_name_source 'subtopology'.
+shape has no column for, are in `streams_members` (transforms.gold.streams_members). Topic names never
+apply: the history names such a holding's `topic` by its subtopology id, with topic_name_source
+'subtopology'.
 """
 
 from __future__ import annotations
