@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from functools import partial
 
 from pyspark.sql import functions as F
 
@@ -21,13 +22,14 @@ FORGOTTEN_PARTITION = "__consumer_offsets-38"  # holds the static group alone
 FORGOTTEN_GROUP = "static"
 
 
-def run_step(spark, config, job, step) -> dict:
+def run_step(spark, config, job, step) -> tuple[dict, str]:
+    """(the run's counts, its run id)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.database}")
     with JobRun(spark, config, job) as run:
         step(spark, config, run)
     (row,) = spark.table(config.table(JOB_RUNS)).where(F.col("run_id") == run.run_id).collect()
     assert row.outcome == "succeeded", row.message
-    return json.loads(row.counts_json)
+    return json.loads(row.counts_json), run.run_id
 
 
 def raw_count(spark, config) -> int:
@@ -41,7 +43,7 @@ def tables(spark, database: str) -> dict[str, list[str]]:
     return {name: table_rows(spark, f"{location}/{name}") for name in names if name != JOB_RUNS}
 
 
-def test_forgetting_a_junk_file_and_a_real_segment_leaves_the_tables_of_a_run_that_never_read_them(
+def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_that_never_read_them(
     spark, spark_config, tmp_path
 ):
     junk = tmp_path / "mistake" / "00000000000000000000.log"
@@ -53,24 +55,35 @@ def test_forgetting_a_junk_file_and_a_real_segment_leaves_the_tables_of_a_run_th
     kept = tuple(str(path) for path in sorted((QUICKSTART / "segments").iterdir()) if path != mistaken_partition)
     sections = {**spark_config.sections, "end_offsets": {"files": [str(QUICKSTART / "end_offsets.json")]}}
     never_read = replace(spark_config, cluster=CLUSTER, database="forget_never", sections=sections, segment_paths=kept)
-    mistaken = replace(never_read, database="forget_undone", segment_paths=(*kept, str(mistaken_partition), str(junk)))
+    first_night = replace(never_read, database="forget_undone")
+    mistaken = replace(first_night, segment_paths=(*kept, str(mistaken_partition), str(junk)))
 
     run_step(spark, never_read, "nightly", nightly)
-    counts = run_step(spark, mistaken, "nightly", nightly)
+    run_step(spark, first_night, "nightly", nightly)
+    counts, mistaken_run = run_step(spark, mistaken, "nightly", nightly)
     assert counts["quarantine"] > 0, "the junk file's bytes are quarantined"
     mistaken_groups = spark.table(mistaken.table("generations")).select("group_id").distinct().collect()
     assert FORGOTTEN_GROUP in {row.group_id for row in mistaken_groups}, "the mistaken segment made history"
+    mistaken_records = raw_count(spark, mistaken) - raw_count(spark, never_read)
 
-    raw_before_forget = raw_count(spark, mistaken)
+    # The junk by its file, then the rest of what the mistaken night read by that run's id: the segment.
+    by_file, _ = run_step(spark, mistaken, "forget", partial(forget, source_files=(str(junk),), capture_runs=()))
+    by_run, _ = run_step(spark, mistaken, "forget", partial(forget, source_files=(), capture_runs=(mistaken_run,)))
 
-    def forget_both(s, c, r):
-        forget(s, c, r, source_files=(str(junk), str(segment)), capture_runs=())
+    assert by_file["raw_records_forgotten"] == counts["quarantine"]
+    assert by_run["raw_records_forgotten"] == mistaken_records - counts["quarantine"] > 0
+    never = tables(spark, "forget_never")
+    assert_same_tables(never, tables(spark, "forget_undone"))
 
-    forgotten = run_step(spark, mistaken, "forget", forget_both)
+    # Again (a rerun after a kill finds nothing to delete and completes the rest): still equal.
+    again, _ = run_step(
+        spark, mistaken, "forget", partial(forget, source_files=(str(junk), str(segment)), capture_runs=(mistaken_run,))
+    )
+    assert again["raw_records_forgotten"] == 0
+    assert_same_tables(never, tables(spark, "forget_undone"))
 
-    # Every raw record the never-read run lacks, the junk's fragments and the segment's records alike.
-    assert forgotten["raw_records_forgotten"] == raw_before_forget - raw_count(spark, never_read) > counts["quarantine"]
-    never, undone = tables(spark, "forget_never"), tables(spark, "forget_undone")
+
+def assert_same_tables(never: dict[str, list[str]], undone: dict[str, list[str]]) -> None:
     assert sorted(never) == sorted(undone) and len(never) > 15
     differing = {
         name: {"never read": sorted(set(never[name]) - set(rows)), "forgotten": sorted(set(rows) - set(never[name]))}
@@ -78,8 +91,3 @@ def test_forgetting_a_junk_file_and_a_real_segment_leaves_the_tables_of_a_run_th
         if rows != never[name]
     }
     assert differing == {}
-
-    # Again (a rerun after a kill finds nothing to delete and completes the rest): still equal.
-    again = run_step(spark, mistaken, "forget", forget_both)
-    assert again["raw_records_forgotten"] == 0
-    assert tables(spark, "forget_undone") == never
