@@ -195,6 +195,8 @@ rebalances_schema = StructType(
         column("skew_by_topic", MapType(StringType(), IntegerType())),
         column("estimated_pause_ms", LongType()),  # eager only: gap in the group's commits around the rebalance
         column("pause_estimate_method", StringType()),  # commit_gap | null
+        # streams groups only: standby replicas that changed member (active tasks are the partition counts)
+        column("moved_standby_task_count", IntegerType()),
     ]
 )
 

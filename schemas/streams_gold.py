@@ -24,7 +24,7 @@ streams_members_schema = StructType(
         column("generation", IntegerType(), False),  # the target-assignment epoch (generations.generation)
         column("member_id", StringType(), False),
         column("client_id", StringType()),
-        # from the current assignment (type 22) when the epoch ended; null once the member's was deleted
+        # from the member's last current assignment (type 22) in the epoch; null when it has none yet
         column("member_epoch", IntegerType()),
         # from the member metadata (type 19) the generation's members were read from
         column("topology_epoch", IntegerType()),

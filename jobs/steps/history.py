@@ -87,6 +87,7 @@ def build_history(
     assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
     changes = materialized(assignment_math.partition_changes(framed, assignments))
+    members = store("streams_members", streams_members.streams_members(gens, group_records))
     rebalance_rows = store(
         "rebalances",
         rebalances.rebalances(
@@ -95,6 +96,7 @@ def build_history(
             assignments,
             offsets.filter_uncounted_commits(offset_commits),
             epochs.share_member_records(group_records),
+            streams_members.standby_task_moves(framed, members),
             departure_slack_ms=settings.departure_slack_ms,
             default_session_timeout_ms=settings.consumer_session_timeout_ms,
             default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
@@ -105,7 +107,6 @@ def build_history(
     replay = materialized(whatif_inputs.replay_inputs(rebalance_rows, gens))
     store("rebalance_whatif", whatif.rebalance_whatif(replay, replay_assignors(replay), rebalance_rows))
     store("generation_capacity", idle.generation_capacity(gens))
-    store("streams_members", streams_members.streams_members(gens, group_records))
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:

@@ -101,6 +101,9 @@ def rebalanced(spark):
         assignments,
         counted,
         no_share_members,
+        spark.createDataFrame(
+            [], "cluster string, group_id string, incarnation int, generation int, moved_standby_task_count int"
+        ),  # classic groups hold no standby task
         departure_slack_ms=30_000,
         default_session_timeout_ms=45_000,
         default_heartbeat_interval_ms=5_000,

@@ -229,6 +229,20 @@ def moved(before: Placement | None, after: Placement) -> set[tuple[str, str, str
     return {(t, previous[t], m) for t, m in after.active if t in previous and previous[t] != m}
 
 
+def moved_standby(before: Placement | None, after: Placement) -> int:
+    """Standby replicas that changed instance: per task, the instances that lost one paired with those
+    that gained one (a task has as many standby replicas as `streams.num.standby.replicas`)."""
+    previous = before.standby if before else set()
+    tasks = {task for task, _ in previous | after.standby}
+    return sum(
+        min(
+            len({m for t, m in previous - after.standby if t == task}),
+            len({m for t, m in after.standby - previous if t == task}),
+        )
+        for task in tasks
+    )
+
+
 def instance(client_id: str) -> str:
     """The lab names each instance's client id after it: s1 -> s1-StreamThread-1-consumer."""
     return client_id.split("-StreamThread-")[0]
@@ -258,6 +272,27 @@ def test_streams_rebalances_equal_what_the_instances_saw(lab, capture, group):
     assert observed == [(len(s.members), sorted(s.causes), len(moved(b, s))) for b, s in pairs(expected)]
     for row in rows:
         assert (row.group_protocol, row.rebalance_protocol) == ("streams", "streams")
+
+
+@pytest.mark.parametrize(("capture", "group"), CASES, ids=[f"{c.cluster}:{g}" for c, g in CASES])
+def test_standby_task_moves_are_counted_apart_from_active_moves(lab, capture, group):
+    """Each rebalance's moved_standby_task_count is the standby replicas that changed instance between the
+    placements the instances reported; the active moves stay in moved_partition_count."""
+    expected = placements(capture.scenario, group)
+    rows = _rebalances(lab, capture, group)
+    wanted = [moved_standby(before, after) for before, after in pairs(expected)]
+    assert [row.moved_standby_task_count for row in rows] == wanted
+
+
+@pytest.mark.parametrize("capture", STREAMS_CAPTURES, ids=[c.cluster for c in STREAMS_CAPTURES])
+def test_each_capture_moves_standby_replicas(capture):
+    """The scenario's joins and departures move standby replicas, so the counts above can fail."""
+    moves = [
+        moved_standby(b, a)
+        for group in {g for c, g in CASES if c == capture}
+        for b, a in pairs(placements(capture.scenario, group))
+    ]
+    assert sum(moves) > 0
 
 
 @pytest.mark.parametrize(("capture", "group"), CASES, ids=[f"{c.cluster}:{g}" for c, g in CASES])
@@ -309,3 +344,12 @@ def test_a_streams_group_is_not_rebuilt_for_its_subtopologies(spark, lab):
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     names = topic_names(lab["consumer_group_records"], lab["offset_commits"], no_topic_ids)
     assert touched.groups_with_renamed_topics(generations, names).collect() == []
+
+
+def test_only_streams_rebalances_count_standby_moves(lab):
+    by_protocol = {
+        (r.group_protocol, r.moved_standby_task_count is None)
+        for r in lab["rebalances"].select("group_protocol", "moved_standby_task_count").collect()
+    }
+    assert ("streams", False) in by_protocol and ("classic", True) in by_protocol
+    assert ("streams", True) not in by_protocol and ("classic", False) not in by_protocol

@@ -215,13 +215,15 @@ def rebalances(
     assignments: DataFrame,
     commits: DataFrame,
     share_member_records: DataFrame,
+    standby_moves: DataFrame,
     *,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed (`logical_rebalances`) + changes (`assignment_math.partition_changes`) + assignments + counted commits
-    + share members' own records (`epochs.share_member_records`) -> gold `rebalances`."""
+    + share members' own records (`epochs.share_member_records`) + streams groups' standby moves
+    (`streams_members.standby_task_moves`) -> gold `rebalances`."""
     after_members = framed.select(*REBALANCE, F.explode("members").alias("m")).select(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
     )
@@ -242,6 +244,7 @@ def rebalances(
         .join(assignment_math.movement_counts(changes), on=list(REBALANCE), how="left")
         .join(assignment_math.minimal_moves(changes, after_members), on=list(REBALANCE), how="left")
         .join(assignment_math.skew(changes, after_members), on=list(REBALANCE), how="left")
+        .join(standby_moves, on=list(REBALANCE), how="left")
     )
     moved = F.coalesce("moved_partition_count", F.lit(0))
     minimal = F.coalesce("minimal_moves", F.lit(0))
@@ -275,6 +278,7 @@ def rebalances(
         F.when(has_members, F.coalesce("skew_by_topic", F.create_map().cast("map<string,int>"))).alias("skew_by_topic"),
         "estimated_pause_ms",
         "pause_estimate_method",
+        "moved_standby_task_count",
     )
 
 

@@ -4,9 +4,13 @@ The generations' shape (the KIP-848 one) holds a streams member's client and its
 what it owns. What it has no column for is here, for every member of every streams epoch: the member's
 process id, user endpoint, client tags and topology epoch (its latest member metadata, type 19, before the
 epoch's target-assignment record, as the generation's members are read), and its member epoch with its
-active, standby and warm-up tasks (its current assignment, type 22, as it stood when the epoch ended:
-before the next generation's record, or the group's deletion). A member whose current assignment was
-deleted by then holds no task and has no member epoch.
+active, standby and warm-up tasks (its current assignment, type 22, as it last stood before the epoch
+ended: before the next generation's record, or the group's deletion). A member that left at the end of
+the epoch held until then what its last record says (its tombstone is its leaving, as the generations
+read ownership); one with no current assignment yet holds no task and has no member epoch.
+
+Standby tasks move too (`standby_task_moves`), counted apart from the active tasks that fill the
+rebalances' partition counts: a move of a state store's replica costs a restore, not a processing pause.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
 from schemas.streams_gold import TASK_KINDS
-from transforms.gold.generations import GROUP_PROTOCOL_STREAMS, INCARNATION
+from transforms.gold.generations import GROUP_PROTOCOL_STREAMS, INCARNATION, REBALANCE
 from transforms.gold.streams_records import RECORD_STREAMS_CURRENT_MEMBER
 
 RECORD_STREAMS_MEMBER_METADATA = 19
@@ -90,13 +94,13 @@ def streams_members(generations: DataFrame, consumer_group_records: DataFrame) -
         F.col("source_offset") < F.col("anchor_offset"),
     ).select(*EPOCH, "member_id", F.from_json("value_json", _METADATA_JSON).alias("metadata"))  # fmt: skip
     current = _latest(
-        epoch_members, consumer_group_records, RECORD_STREAMS_CURRENT_MEMBER,
+        epoch_members, consumer_group_records.where(~F.col("is_tombstone")), RECORD_STREAMS_CURRENT_MEMBER,
         F.col("epoch_end").isNull() | (F.col("source_offset") < F.col("epoch_end")),
     ).select(
         *EPOCH,
         "member_id",
-        F.when(~F.col("is_tombstone"), F.col("member_epoch")).alias("member_epoch"),
-        F.when(~F.col("is_tombstone"), F.from_json("value_json", _TASKS_JSON)).alias("tasks"),
+        "member_epoch",
+        F.from_json("value_json", _TASKS_JSON).alias("tasks"),
     )  # fmt: skip
     endpoint = F.col("metadata.user_endpoint")
     return (
@@ -120,4 +124,36 @@ def streams_members(generations: DataFrame, consumer_group_records: DataFrame) -
             "source_partition",
             F.col("anchor_offset").alias("source_offset"),
         )
+    )
+
+
+def standby_task_moves(framed: DataFrame, members: DataFrame) -> DataFrame:
+    """framed (rebalances.logical_rebalances) + streams_members -> (rebalance, moved_standby_task_count) for
+    every streams rebalance, between its endpoints as the active moves are counted. A task can have several
+    standby replicas (`streams.num.standby.replicas`), so per task the members that lost a replica are
+    paired with those that gained one: a move per replica that changed hands, as for an active task with
+    one holder. Members are keyed by member id: streams groups have no static membership (KIP-1071)."""
+    placements = members.select(*EPOCH, "member_id", F.explode("standby_tasks").alias("task")).select(
+        *EPOCH, "member_id", F.col("task.subtopology_id").alias("subtopology_id"),
+        F.explode("task.partitions").alias("partition"),
+    )  # fmt: skip
+    streams = framed.where(F.col("group_protocol") == F.lit(GROUP_PROTOCOL_STREAMS)).select(
+        *REBALANCE, "before_generation"
+    )
+    task = [*REBALANCE, "subtopology_id", "partition", "member_id"]
+    after = streams.join(placements, on=list(REBALANCE), how="inner").select(*task, F.lit(1).alias("held_after"))
+    before = streams.join(
+        placements.withColumnRenamed("generation", "before_generation"), on=[*INCARNATION, "before_generation"]
+    ).select(*task, F.lit(1).alias("held_before"))
+    per_task = (
+        before.join(after, on=task, how="full")
+        .groupBy(*task[:-1])
+        .agg(
+            F.count_if(F.col("held_after").isNull()).alias("lost"),
+            F.count_if(F.col("held_before").isNull()).alias("gained"),
+        )
+    )
+    moves = per_task.groupBy(*REBALANCE).agg(F.sum(F.least("lost", "gained")).cast("int").alias("moved"))
+    return streams.join(moves, on=list(REBALANCE), how="left").select(
+        *REBALANCE, F.coalesce("moved", F.lit(0)).alias("moved_standby_task_count")
     )
