@@ -105,6 +105,7 @@ if [[ "${GROUPSCOPE_SKIP_KAFKA_JARS:-0}" != 1 ]]; then
   # The lab's Kafka Streams application (lab/streams) of each line it runs on, apart from the broker's jars.
   fetch_jars kafka-streams
   fetch_jars kafka-streams-4.3
+  fetch_jars kafka-streams-4.4
   # S3-compatible servers the tests start on loopback (scripts/s3proxy.sh): the current s3proxy, and
   # 2.6.0, which ignores conditional writes (a store the run lock must refuse).
   fetch_jars s3proxy

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, TopicPartition
 from lab.broker import Broker
 from lab.driver import Lab, ScenarioLog, commit_with_retention
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 TOPICS = ("ledger",)
 JSON_METADATA = '{"checkpoint":"λ-7","writer":"lab"}'
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from lab.broker import JARS, TOOL_JVM_OPTIONS, Broker, classpath, free_port
 from lab.driver import Lab, ScenarioError, ScenarioLog
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 GROUP = "connect-lab"
 CONNECTOR = "lab-sink"
 SINK_GROUP = f"connect-{CONNECTOR}"

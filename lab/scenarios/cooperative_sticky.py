@@ -9,7 +9,7 @@ from lab.broker import Broker
 from lab.driver import ScenarioLog
 from lab.scenarios.classic import run_classic
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 
 
 def run(broker: Broker, record: ScenarioLog) -> None:

@@ -12,7 +12,7 @@ group. The race is recognised in the broker's own records (DumpLogSegments over 
 assumed; the scenario fails if it is not captured within MAX_ATTEMPTS. Every attempt stays in the log: the
 failed ones are real KIP-848 history too.
 
-4.2.1 and 4.3.1, not 3.9: there the members would be the Java console consumer, which logs no callbacks,
+4.2.1, 4.3.1 and 4.4.0, not 3.9: there the members would be the Java console consumer, which logs no callbacks,
 and the callbacks are this scenario's ground truth.
 """
 
@@ -22,7 +22,7 @@ from lab.broker import Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.dump import parse_dump
 
-VERSIONS = ("4", "4.3")
+VERSIONS = ("4", "4.3", "4.4")
 TOPIC = "handover"
 TOPICS = (TOPIC,)
 PARTITIONS = 4

@@ -19,7 +19,7 @@ from __future__ import annotations
 from lab.broker import Broker
 from lab.driver import Lab, ScenarioLog, commit_with_retention
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 
 
 def consume_then_leave(lab: Lab, group: str, topics: tuple[str, ...]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from lab.broker import Broker
 from lab.driver import Lab, ScenarioLog
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 GROUP = "static"
 TOPICS = ("shipments",)
 SESSION_TIMEOUT_MS = 10_000

@@ -1,8 +1,8 @@
 """A real Kafka Streams application on the streams rebalance protocol (KIP-1071, `group.protocol=streams`).
 
 The application (lab/streams/LabStreamsApp.java, compiled here with javac against the kafka-streams
-jars of the broker's line that scripts/bootstrap.sh fetched: 4.2.1 in jvm/kafka-streams/jars, 4.3.1 in
-jvm/kafka-streams-4.3/jars) counts words: `words` (3
+jars of the broker's line that scripts/bootstrap.sh fetched: 4.2.1 in jvm/kafka-streams/jars, 4.3.1 and
+4.4.0 in jvm/kafka-streams-4.3/jars and jvm/kafka-streams-4.4/jars) counts words: `words` (3
 partitions) -> groupBy -> count -> `word-counts`. The groupBy makes a repartition topic, so the topology
 has two subtopologies (six tasks), and the count a changelogged store, so subtopology 1's tasks are
 stateful and can have standby replicas. The broker assigns them and writes types 17, 19, 20, 21, 22, 23.
@@ -28,7 +28,7 @@ from lab.broker import REPO_ROOT, TOOL_JVM_OPTIONS, Broker
 from lab.driver import Lab, ScenarioError, ScenarioLog
 from lab.jvm_member import JvmMember, events_file
 
-VERSIONS = ("4", "4.3")
+VERSIONS = ("4", "4.3", "4.4")
 # Streams-group sessions as short as the KIP-848 ones (the minimums let the group config ask for 6 s),
 # and no initial delay before the first assignment.
 STREAMS_SETTINGS = {
@@ -53,6 +53,7 @@ SOURCE = Path(__file__).resolve().parent.parent / "streams" / "LabStreamsApp.jav
 STREAMS_JARS = {
     "4": REPO_ROOT / "jvm" / "kafka-streams" / "jars",
     "4.3": REPO_ROOT / "jvm" / "kafka-streams-4.3" / "jars",
+    "4.4": REPO_ROOT / "jvm" / "kafka-streams-4.4" / "jars",
 }
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from lab.broker import Broker
 from lab.driver import Lab, ScenarioLog
 
-VERSIONS = ("4", "3.9", "4.3")
+VERSIONS = ("4", "3.9", "4.3", "4.4")
 GROUP = "txn-app"
 TRANSACTIONAL_ID = "txn-app-1"
 STEPS = ((5, "commit"), (10, "abort"), (15, "commit"), (20, "open"))

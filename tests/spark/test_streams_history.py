@@ -1,7 +1,7 @@
 """The gold history of the lab's streams groups (KIP-1071) equals what Kafka and the lab's own instances saw.
 
-Two independent oracles, on the streams captures (4.2.1 and 4.3.1) (the `lab` fixture has run it through the history
-builder with every other capture):
+Two independent oracles, on the streams captures of 4.2.1, 4.3.1 and 4.4.0 (the `lab` fixture has run them through
+the history builder with every other capture):
 - `kafka-streams-groups --describe --members --verbose --all-groups`, taken at the end of the scenario.
   The capture's describe-members.txt is kafka-consumer-groups' (empty: a streams group is not a consumer
   group), so the streams tool's output is the one the scenario recorded (event streams_groups_described).
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 from pyspark.sql import functions as F
 
+from lab.dump import parse_dump
 from lab.scenarios import capture_folders
 from schemas import ops
 from tests.lab_tables import Capture, all_captures
@@ -196,9 +197,11 @@ CAUSE_OF_EVENT = {  # the lab's instance events -> the cause a rebalance after t
 }
 
 
-def placements(scenario: dict, group: str) -> list[Placement]:
-    """The instances' settled placements of `group`, each with what the lab did since the one before."""
-    events = scenario["events"]
+def placements(capture: Capture, group: str) -> list[Placement]:
+    """The instances' settled placements of `group`, each with what the lab did since the one before; and,
+    where Kafka wrote a target-assignment epoch for the group once the lab had stopped its last instance,
+    that empty placement too (see `emptied_at`)."""
+    events = capture.scenario["events"]
     states = [
         Placement(
             index,
@@ -209,6 +212,8 @@ def placements(scenario: dict, group: str) -> list[Placement]:
         for index, event in enumerate(events)
         if event["event"] == "streams_placement" and event["group"] == group
     ]
+    if (index := emptied_at(capture, group)) is not None:
+        states.append(Placement(index, set(), set(), set()))
     for before, after in pairs(states):
         previous = before.members if before else set()
         for event in events[(before.index if before else -1) + 1 : after.index]:
@@ -216,7 +221,35 @@ def placements(scenario: dict, group: str) -> list[Placement]:
             is_join = cause == "member_joined"
             if cause and (event["member"] not in previous if is_join else event["member"] in previous):
                 after.causes.add(cause)
+        if previous and not after.members:
+            after.causes.add("group_emptied")
     return states
+
+
+def emptied_at(capture: Capture, group: str) -> int | None:
+    """Just past the lab's stop of the group's last instance (its closed or killed event), when Kafka's own
+    decode shows a target-assignment epoch (type 20) of the group written after that stop began: Kafka 4.4
+    writes one for the emptied group, 4.2 and 4.3 bump only the group epoch (type 17)."""
+    events, running, stopped = capture.scenario["events"], set(), None
+    for index, event in enumerate(events):
+        if event.get("group") != group:
+            continue
+        if event["event"] == "streams_instance_started":
+            running.add(event["member"])
+        elif event["event"] in ("streams_closing", "streams_instance_killed") and event["member"] in running:
+            running.discard(event["member"])
+            stopped = (event["at_ms"], event["member"]) if not running else None
+        if (
+            stopped
+            and event["event"] in ("streams_closed", "streams_instance_killed")
+            and event["member"] == stopped[1]
+        ):
+            targets = [
+                r for r in parse_dump((capture.path / "dump-offsets.txt").read_text())
+                if r.get("type") == 20 and r["key"].get("groupId") == group and r["value"] is not None
+            ]  # fmt: skip
+            return index + 1 if any(r["at_ms"] >= stopped[0] for r in targets) else None
+    return None
 
 
 def pairs(history: list[Placement]) -> list[tuple[Placement | None, Placement]]:
@@ -266,7 +299,7 @@ def _rebalances(lab, capture: Capture, group: str) -> list:
 
 @pytest.mark.parametrize(("capture", "group"), CASES, ids=[f"{c.cluster}:{g}" for c, g in CASES])
 def test_streams_rebalances_equal_what_the_instances_saw(lab, capture, group):
-    expected = placements(capture.scenario, group)
+    expected = placements(capture, group)
     rows = _rebalances(lab, capture, group)
     observed = [(r.member_count_after, sorted(r.causes), r.moved_partition_count) for r in rows]
     assert observed == [(len(s.members), sorted(s.causes), len(moved(b, s))) for b, s in pairs(expected)]
@@ -278,7 +311,7 @@ def test_streams_rebalances_equal_what_the_instances_saw(lab, capture, group):
 def test_standby_task_moves_are_counted_apart_from_active_moves(lab, capture, group):
     """Each rebalance's moved_standby_task_count is the standby replicas that changed instance between the
     placements the instances reported; the active moves stay in moved_partition_count."""
-    expected = placements(capture.scenario, group)
+    expected = placements(capture, group)
     rows = _rebalances(lab, capture, group)
     wanted = [moved_standby(before, after) for before, after in pairs(expected)]
     assert [row.moved_standby_task_count for row in rows] == wanted
@@ -290,7 +323,7 @@ def test_each_capture_moves_standby_replicas(capture):
     moves = [
         moved_standby(b, a)
         for group in {g for c, g in CASES if c == capture}
-        for b, a in pairs(placements(capture.scenario, group))
+        for b, a in pairs(placements(capture, group))
     ]
     assert sum(moves) > 0
 
@@ -305,7 +338,7 @@ def test_each_generation_holds_the_active_tasks_the_instances_reported(lab, capt
         .where((F.col("cluster") == F.lit(capture.cluster)) & (F.col("group_id") == F.lit(group)))
         .collect()
     }
-    for row, state in zip(_rebalances(lab, capture, group), placements(capture.scenario, group), strict=True):
+    for row, state in zip(_rebalances(lab, capture, group), placements(capture, group), strict=True):
         held_tasks = {
             (f"{p.topic}_{partition}", instance(m.client_id))
             for m in generations[row.generation]
@@ -317,7 +350,7 @@ def test_each_generation_holds_the_active_tasks_the_instances_reported(lab, capt
 
 @pytest.mark.parametrize(("capture", "group"), CASES, ids=[f"{c.cluster}:{g}" for c, g in CASES])
 def test_active_task_movements_name_the_instances_that_saw_them(lab, capture, group):
-    expected = placements(capture.scenario, group)
+    expected = placements(capture, group)
     rows = _rebalances(lab, capture, group)
     wanted = {
         (row.generation, *move)
