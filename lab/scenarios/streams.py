@@ -12,9 +12,11 @@ used): `streams.num.standby.replicas=1`, set with kafka-configs on the group bef
 6 s `streams.session.timeout.ms` (the broker-wide group.streams.session.timeout.ms did not apply).
 
 s1, s2, s3 join one at a time; s2 leaves cleanly (KafkaStreams.close with LEAVE_GROUP); s3 is killed
-and fenced when its 6 s session expires. s1 runs on. A
-second application, `streams-lab-deleted`, runs one instance, stops cleanly and its group is deleted
-with kafka-streams-groups --delete. Each instance logs its own view (state transitions, active and
+and fenced when its 6 s session expires. s1 runs on. A second application, `streams-lab-grow`, is
+stateless (`letters` -> upper case -> `letters-upper`: one subtopology, no repartition topic, so its tasks
+follow its source topic): g1 and g2 join, then `letters` grows from 2 to 3 partitions and the coordinator
+assigns the new task. A third, `streams-lab-deleted`, runs one instance, stops cleanly and its group is
+deleted with kafka-streams-groups --delete. Each instance logs its own view (state transitions, active and
 standby tasks) to member-<name>.jsonl; the driver waits on those views, never on a guessed time.
 """
 
@@ -46,6 +48,8 @@ INPUT, OUTPUT, INPUT_PARTITIONS = "words", "word-counts", 3
 ACTIVE_TASKS = frozenset(f"{subtopology}_{partition}" for subtopology in (0, 1) for partition in range(3))
 STATEFUL_TASKS = frozenset(f"1_{partition}" for partition in range(3))
 STANDBY_REPLICAS = 1
+GROW_GROUP, GROW_INPUT, GROW_OUTPUT, GROW_PARTITIONS = "streams-lab-grow", "letters", "letters-upper", 2
+STATELESS_TOPOLOGY = f"stateless:{GROW_INPUT}:{GROW_OUTPUT}"
 SESSION_CONFIG = "streams.session.timeout.ms=6000,streams.heartbeat.interval.ms=1000"
 SOURCE = Path(__file__).resolve().parent.parent / "streams" / "LabStreamsApp.java"
 # The app is of the broker's own line, like the share and Connect clients: what a line's Streams client
@@ -74,11 +78,12 @@ class Instance(JvmMember):
     """One LabStreamsApp process; its own view of itself is read back from its events file. stop() =
     SIGTERM: the shutdown hook closes KafkaStreams with LEAVE_GROUP before the JVM exits."""
 
-    def __init__(self, lab: Lab, group: str, name: str, classes: Path):
+    def __init__(self, lab: Lab, group: str, name: str, classes: Path, topology: str | None = None):
         jars = STREAMS_JARS[lab.broker.version]
         command = ["java", *TOOL_JVM_OPTIONS, "-cp", f"{classes}:{jars}/*", "groupscope.lab.LabStreamsApp"]
         state = lab.record.workdir / f"state-{name}"
         command += [lab.broker.bootstrap_servers, group, name, str(state), str(events_file(lab, name))]
+        command += [topology] if topology else []
         super().__init__(lab, group, name, "streams_instance", command)
 
     def view(self) -> dict:
@@ -86,10 +91,16 @@ class Instance(JvmMember):
         return self.last("streams_tasks")
 
 
-def wait_for_placement(lab: Lab, instances: list[Instance]) -> dict[str, dict[str, list[str]]]:
+def wait_for_placement(
+    lab: Lab,
+    instances: list[Instance],
+    active_tasks: frozenset[str] = ACTIVE_TASKS,
+    stateful_tasks: frozenset[str] = STATEFUL_TASKS,
+) -> dict[str, dict[str, list[str]]]:
     """Waits until every live instance says it is RUNNING and, together, they run each task once as an
-    active task and each stateful task on `STANDBY_REPLICAS` other instances (when there are that many);
-    records and returns {member: {"active": [...], "standby": [...]}}."""
+    active task, as evenly as the tasks divide (a newcomer reports RUNNING with nothing while the task it
+    is to take is still being revoked elsewhere), and each stateful task on `STANDBY_REPLICAS` other
+    instances (when there are that many); records and returns {member: {"active": [...], "standby": [...]}}."""
     wanted_standbys = min(STANDBY_REPLICAS, len(instances) - 1)
 
     def placed() -> bool:
@@ -97,13 +108,16 @@ def wait_for_placement(lab: Lab, instances: list[Instance]) -> dict[str, dict[st
         if any(view.get("state") != "RUNNING" for view in views):
             return False
         active = [task for view in views for task in view["active"]]
-        if sorted(active) != sorted(ACTIVE_TASKS):
+        if sorted(active) != sorted(active_tasks):
             return False
-        for task in STATEFUL_TASKS:
+        held = [len(view["active"]) for view in views]
+        if max(held) - min(held) > 1:
+            return False
+        for task in stateful_tasks:
             holders = [view for view in views if task in view["standby"]]
             if len(holders) != wanted_standbys or any(task in view["active"] for view in holders):
                 return False
-        return all(set(view["standby"]) <= STATEFUL_TASKS for view in views)
+        return all(set(view["standby"]) <= stateful_tasks for view in views)
 
     names = [instance.name for instance in instances]
     lab.wait_for(f"{names} running every task with {wanted_standbys} standby(s)", placed, deadline_s=90)
@@ -122,6 +136,23 @@ def set_group_config(lab: Lab, group: str) -> None:
 
 def streams_groups(lab: Lab, *args: str) -> str:
     return lab.broker.run_tool(STREAMS_GROUP_COMMAND, "--bootstrap-server", lab.broker.bootstrap_servers, *args)
+
+
+def grow_source(lab: Lab, classes: Path) -> None:
+    """The stateless app's source topic grows under its two instances: a new task, no move."""
+    lab.create_topic(GROW_INPUT, GROW_PARTITIONS)
+    lab.create_topic(GROW_OUTPUT, GROW_PARTITIONS + 1)
+    lab.produce(GROW_INPUT, 20)
+    set_group_config(lab, GROW_GROUP)
+    instances: list[Instance] = []
+    for name in ("g1", "g2"):
+        instances.append(Instance(lab, GROW_GROUP, name, classes, STATELESS_TOPOLOGY))
+        wait_for_placement(lab, instances, frozenset(f"0_{p}" for p in range(GROW_PARTITIONS)), frozenset())
+    lab.add_partitions(GROW_INPUT, GROW_PARTITIONS + 1)
+    lab.record.event("source_topic_grown", group=GROW_GROUP, topic=GROW_INPUT, partitions=GROW_PARTITIONS + 1)
+    wait_for_placement(lab, instances, frozenset(f"0_{p}" for p in range(GROW_PARTITIONS + 1)), frozenset())
+    lab.produce(GROW_INPUT, 30)
+    lab.wait_caught_up(GROW_GROUP, (GROW_INPUT,))
 
 
 def run(broker: Broker, record: ScenarioLog) -> None:
@@ -148,6 +179,8 @@ def run(broker: Broker, record: ScenarioLog) -> None:
     wait_for_placement(lab, [s1])
     lab.produce(INPUT, 12)
     lab.wait_caught_up(GROUP, (INPUT,))
+
+    grow_source(lab, classes)
 
     set_group_config(lab, DELETED_GROUP)
     doomed = Instance(lab, DELETED_GROUP, "d1", classes)

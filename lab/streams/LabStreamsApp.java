@@ -29,7 +29,9 @@ import org.apache.kafka.streams.kstream.Produced;
  *
  * Topology: words -> groupBy(value) -> count -> word-counts. The groupBy makes a repartition topic (a
  * second subtopology) and the count a changelogged store, so the group has stateful tasks that standby
- * replicas can hold. Usage: LabStreamsApp bootstrap applicationId name stateDir eventsFile.
+ * replicas can hold. Usage: LabStreamsApp bootstrap applicationId name stateDir eventsFile [stateless:IN:OUT].
+ * With the last argument the topology is IN -> mapValues(upper case) -> OUT instead: one stateless
+ * subtopology without a repartition topic, whose tasks follow IN's partitions when it grows.
  *
  * The instance writes its own view as JSON lines to eventsFile (the lab's member-*.jsonl ground truth):
  * every state transition from the state listener, and its active and standby tasks whenever they change
@@ -78,12 +80,19 @@ public final class LabStreamsApp {
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.<String, String>stream("words")
-                .groupBy((key, word) -> word, Grouped.as("by-word"))
-                .count(Materialized.as("counts"))
-                .toStream()
-                .map((word, count) -> KeyValue.pair(word, Long.toString(count)))
-                .to("word-counts", Produced.with(Serdes.String(), Serdes.String()));
+        if (args.length > 5 && args[5].startsWith("stateless:")) {
+            String[] topics = args[5].split(":");
+            builder.<String, String>stream(topics[1])
+                    .mapValues(value -> value.toUpperCase())
+                    .to(topics[2], Produced.with(Serdes.String(), Serdes.String()));
+        } else {
+            builder.<String, String>stream("words")
+                    .groupBy((key, word) -> word, Grouped.as("by-word"))
+                    .count(Materialized.as("counts"))
+                    .toStream()
+                    .map((word, count) -> KeyValue.pair(word, Long.toString(count)))
+                    .to("word-counts", Produced.with(Serdes.String(), Serdes.String()));
+        }
 
         Topology topology = builder.build();
         KafkaStreams streams = new KafkaStreams(topology, props);

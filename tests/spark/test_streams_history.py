@@ -194,6 +194,7 @@ CAUSE_OF_EVENT = {  # the lab's instance events -> the cause a rebalance after t
     "streams_instance_started": "member_joined",
     "streams_closed": "member_left_cleanly",
     "streams_instance_killed": "member_left_after_timeout",
+    "source_topic_grown": "partitions_added",  # a new task in a subtopology the group already ran
 }
 
 
@@ -218,8 +219,9 @@ def placements(capture: Capture, group: str) -> list[Placement]:
         previous = before.members if before else set()
         for event in events[(before.index if before else -1) + 1 : after.index]:
             cause = CAUSE_OF_EVENT.get(event["event"]) if event.get("group") == group else None
-            is_join = cause == "member_joined"
-            if cause and (event["member"] not in previous if is_join else event["member"] in previous):
+            is_join, member = cause == "member_joined", event.get("member")
+            by_member = member not in previous if is_join else member in previous
+            if cause and (cause == "partitions_added" or by_member):
                 after.causes.add(cause)
         if previous and not after.members:
             after.causes.add("group_emptied")

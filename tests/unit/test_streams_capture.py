@@ -106,7 +106,7 @@ def test_every_placement_the_instances_reported_is_a_stable_assignment_kafka_wro
             written[instance_of[record["key"]["member_id"]]].append(placement)
     events = json.loads((capture / "scenario.json").read_text())["events"]
     reported = [event["placement"] for event in events if event["event"] == "streams_placement"]
-    assert len(reported) == 6, "s1; s1+s2; s1+s2+s3; s2 left; s3 killed; the deleted group's d1"
+    assert len(reported) == 9, "s1; s1+s2; s1+s2+s3; s2 left; s3 killed; g1; g1+g2; its topic grown; d1"
     for placement in reported:
         for instance, view in placement.items():
             assert view in written[instance], f"{instance} ran {view}; Kafka wrote {written[instance]}"
