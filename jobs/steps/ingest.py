@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -111,7 +111,10 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
         rows = one_copy_per_record(rows)
         merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
     elif plan.has_pending:
-        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=True)
+        known = {
+            read.path: read.known_through for reads in plan.partitions for read in reads if read.known_through >= 0
+        }
+        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=True, known_through=known)
     else:
         rows.write.format("delta").mode("append").save(table_location(spark, table))
     return run.count_rows(RAW_RECORDS)
@@ -128,21 +131,37 @@ def one_copy_per_record(rows: DataFrame) -> DataFrame:
     return rows.withColumn("_copy", F.row_number().over(preference)).where(F.col("_copy") == 1).drop("_copy")
 
 
-def merge_raw_rows(spark: SparkSession, table: str, rows: DataFrame, cluster: str, only_pending_matches: bool) -> None:
+def merge_raw_rows(
+    spark: SparkSession,
+    table: str,
+    rows: DataFrame,
+    cluster: str,
+    only_pending_matches: bool,
+    known_through: Mapping[str, int] | None = None,
+) -> None:
     """Inserts the records the table lacks and stamps held pending ones with their resolved state.
 
     `only_pending_matches`: no row can repeat a held record other than a pending one, so only the
-    table's files with pending records are joined (Delta skips the others by their statistics).
+    table's files with pending records are joined (Delta skips the others by their statistics). A file
+    read on from its first pending batch re-reads every resolved record after it too: a transaction of
+    another producer that began later and was resolved before the last run (two producers' transactions
+    interleave in one partition). The table holds those already, resolved, so they match no pending row
+    and must not be inserted: `known_through` (file -> the last batch position the table holds of it)
+    says which they are.
     """
     target_scope = f"target.cluster = {sql_string_literal(cluster)}"
     if only_pending_matches:
         target_scope += f" AND target.txn_state = '{TXN_PENDING}'"
     resolved = f"target.txn_state = '{TXN_PENDING}' AND source.txn_state IN ('{TXN_COMMITTED}', '{TXN_ABORTED}')"
+    held = " OR ".join(
+        f"(source.source_file = {sql_string_literal(path)} AND coalesce(source.batch_position <= {position}, false))"
+        for path, position in sorted((known_through or {}).items())
+    )
     (
         DeltaTable.forName(spark, table)
         .alias("target")
         .merge(rows.alias("source"), f"{target_scope} AND target.record_id = source.record_id")
         .whenMatchedUpdate(condition=resolved, set={"txn_state": "source.txn_state"})
-        .whenNotMatchedInsertAll()
+        .whenNotMatchedInsertAll(condition=f"NOT ({held})" if held else None)
         .execute()
     )
