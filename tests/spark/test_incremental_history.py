@@ -73,10 +73,11 @@ def night_of() -> Column:
         .when(partition == 32, F.when(offset <= 1, F.lit(3)).otherwise(F.lit(1)))
         .when(partition == 10, F.lit(2))
         .when(partition == 16, F.lit(1))
-        # streams: streams-lab's epoch 3 (target at 28) is cut after its newcomer's first current
-        # assignments (29, 30); night 2 ends after epoch 4's target (43) and one member's reaching it (44).
-        # Partition 21 (streams-lab-deleted, created to deleted) comes on night 3.
-        .when(partition == 47, _night(offset, [(1, 30), (2, 44), (3, 10**9)]))
+        # streams: streams-lab's epoch 5 (target at 29) is cut after its newcomer's first current
+        # assignments (30, 31); night 2 ends after epoch 6's target (45) and one member's reaching it (48).
+        # Partition 21 (streams-lab-deleted, created to deleted) comes on night 3; partition 17
+        # (streams-lab-grow) never.
+        .when(partition == 47, _night(offset, [(1, 31), (2, 48), (3, 10**9)]))
         .when(partition == 21, F.lit(3))
         # share: share-lab's epoch 4 (target at 22) is cut before its members' current assignments (23-26);
         # night 2 ends after epoch 7's target (40). share-lab-deleted (partition 19): its first two epochs
