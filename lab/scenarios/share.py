@@ -12,11 +12,12 @@ done every record, and m2 leaves cleanly as soon as the three have settled (a sh
 of life in `__consumer_offsets` are its epoch records, so the history can tell a clean leave from a
 session timeout only within one session of the member's last record); `scratch` is
 deleted under the group; m3 is killed while idle (no record acquired) and fenced when its 6 s share
-session expires. m1 runs on. A second group, `share-lab-deleted`, reads `tasks` with one member that
-stops, and the group is deleted with kafka-share-groups --delete. Groups start from the earliest offset
-(`share.auto.offset.reset=earliest`, a group config set before the group exists; Kafka's default is
-latest). The driver waits on what each member's admin client reads from DescribeShareGroups and on
-kafka-share-groups --describe (start offsets), never on a guessed time.
+session expires. m1 runs on; `tasks` grows from 3 to 4 partitions under it. A second group,
+`share-lab-deleted`, reads `tasks` with one member that stops, and the group is deleted with
+kafka-share-groups --delete. Groups start from the earliest offset (`share.auto.offset.reset=earliest`,
+a group config set before the group exists; Kafka's default is latest). The driver waits on what each
+member's admin client reads from DescribeShareGroups and on kafka-share-groups --describe (start
+offsets), never on a guessed time.
 """
 
 from __future__ import annotations
@@ -113,12 +114,14 @@ def produce_plans(lab: Lab, topic: str, count: int) -> None:
     lab.record.event("share_records_produced", topic=topic, records=sorted(landed, key=lambda r: tuple(r.values())))
 
 
-def wait_for_members(lab: Lab, members: list[Member], topics: Iterable[str]) -> dict[str, list[str]]:
+def wait_for_members(
+    lab: Lab, members: list[Member], topics: Iterable[str], after_epoch: int = -1
+) -> dict[str, list[str]]:
     """Until every live member's own description says: these members, its member epoch at the group's
     epoch and target assignment epoch (reconciled), the same epoch for all of them (a view read just
     before a bump is no answer for the next epoch: a 4.4.0 run took m1's view at epoch 7 and m3's at 6 as
-    settled, and killed m3 before it had reconciled epoch 7), and together they hold every partition of
-    `topics`."""
+    settled, and killed m3 before it had reconciled epoch 7), later than `after_epoch`, and together they
+    hold every partition of `topics`."""
     names = sorted(member.name for member in members)
     wanted = sorted(f"{topic}-{part}" for topic in topics for part in range(lab.partitions[topic]))
 
@@ -128,7 +131,7 @@ def wait_for_members(lab: Lab, members: list[Member], topics: Iterable[str]) -> 
             return False
         if any(not view["member_epoch"] == view["group_epoch"] == view["assignment_epoch"] for view in views):
             return False
-        if len({view["group_epoch"] for view in views}) != 1:
+        if len({view["group_epoch"] for view in views}) != 1 or views[0]["group_epoch"] <= after_epoch:
             return False
         return sorted({part for view in views for part in view["assignment"]}) == wanted
 
@@ -208,12 +211,20 @@ def run(broker: Broker, record: ScenarioLog) -> None:
     produce_plans(lab, "tasks", 9)
     wait_done(lab, GROUP, TOPICS)
 
+    before_deletion = m1.view()["group_epoch"]
     lab.delete_topic("scratch")
-    wait_for_members(lab, [m1, m3], ["tasks"])
+    # The members' views drop a deleted topic's partitions at once (no name for its id any more); the
+    # group drops them at its next epoch (4.3.1 and 4.4.0 runs recorded the epoch before as settled).
+    wait_for_members(lab, [m1, m3], ["tasks"], after_epoch=before_deletion)
 
     m3.kill()  # idle: every record is done, so it dies holding no acquired record
     wait_for_members(lab, [m1], ["tasks"])
     produce_plans(lab, "tasks", 6)
+    wait_done(lab, GROUP, ["tasks"])
+
+    lab.add_partitions("tasks", TOPICS["tasks"] + 1)  # m1 is assigned the new partition once initialised
+    wait_for_members(lab, [m1], ["tasks"])
+    produce_plans(lab, "tasks", 8)
     wait_done(lab, GROUP, ["tasks"])
 
     doomed = Member(lab, DELETED_GROUP, "d1", ["tasks"], classes)

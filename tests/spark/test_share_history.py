@@ -162,6 +162,8 @@ def settled_history(scenario: dict, group: str) -> list[Settled]:
                 after.causes.add("member_left_after_timeout")
             elif kind == "topic_deleted" and event["topic"] in owned_topics:
                 after.causes.add("partitions_removed")
+            elif kind == "partitions_added" and event["topic"] in owned_topics:
+                after.causes.add("partitions_added")
         if previous and not after.members:
             after.causes.add("group_emptied")
     return states

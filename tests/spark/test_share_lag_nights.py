@@ -45,8 +45,8 @@ FORGOTTEN = "share-lab-deleted"
 # Where night 1 cuts the late partition (after the first acknowledgements), then the nights' moments:
 # inside the second batch of records' writes, after the topic deletion's, a second later (snapshots
 # only), the end.
-FIRST_BURST_MS = 1795578253900
-MOMENTS_MS = (1795578265400, 1795578275000, 1795578276000, None)
+FIRST_BURST_MS = 1795672412000
+MOMENTS_MS = (1795672422560, 1795672433000, 1795672434000, None)
 SNAPSHOTS_ONLY_NIGHT = 3
 SILVER = {"share_group_state": share_group_state_schema, "consumer_group_records": consumer_group_records_schema}
 

@@ -10,8 +10,9 @@ within its session timeout writes no new generation and is no rebalance. KIP-848
 epochs are each one (incremental) rebalance, except an epoch with a member whose topic regex the
 coordinator has not resolved yet (it subscribes to no topic name): the join completes in the next
 epoch, which resolves it, so the two are one rebalance, as the member sees it. Share-group epochs
-(rebalance_protocol 'share') likewise, except a join epoch that targets nothing while the share partitions
-of the subscribed topics are being initialised: it and the next epoch, same members, are one rebalance.
+(rebalance_protocol 'share') likewise, except an epoch that waits for share partitions to be initialised
+(a join epoch that targets nothing, or one that saw a topic grow and targets what the epoch before did):
+it and the next epoch, same members, are one rebalance.
 Streams-group epochs too, except an epoch that targets no active task while the coordinator has not yet
 validated the group's topology (the group is NOT_READY until its internal topics exist; Kafka 4.3 writes
 that epoch's empty target, 4.2 wrote none): it and the next epoch, same members, are one rebalance.
@@ -85,10 +86,13 @@ def _revoke_rounds(generations: DataFrame, assignments: DataFrame, round_gap_fal
         .eqNullSafe(F.array_sort(_member_keys(F.col("members"))))
     )
     # A share group's coordinator assigns a topic's partitions only once the share coordinator has
-    # initialised their state (type 15 moves the topic from initializing to initialized): the epoch a
-    # member joins in can target nothing, and the next, with the same members, completes the join.
+    # initialised their state (type 15 moves them from initializing to initialized): the epoch a member
+    # joins in can target nothing, and one that sees a topic's new partitions targets what the previous
+    # epoch did; the next, with the same members, assigns them.
     subscribes = F.forall("members", lambda m: F.size(F.coalesce(m["subscribed_topics"], F.array())) > 0)
-    awaits_share_partitions = targets_nothing & subscribes & same_members_next
+    targets = F.array_sort(F.transform("members", lambda m: F.struct(member_key(m), m["target_partitions"])))
+    targets_as_before = F.lag(targets).over(order).eqNullSafe(targets)
+    awaits_share_partitions = (targets_nothing | targets_as_before) & subscribes & same_members_next
     # A streams group assigns tasks only once its topology is validated (the coordinator creates the
     # internal topics first); a streams member's target partitions are its active tasks.
     awaits_topology = targets_nothing & same_members_next
