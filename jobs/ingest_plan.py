@@ -53,6 +53,7 @@ class FileRead:
     path: str
     start: int = 0
     known_through: int = -1
+    pending_from: int | None = None  # the first batch the table holds pending; None: it holds none
 
 
 @dataclass
@@ -146,7 +147,8 @@ def plan_reads(partitions: Sequence[Sequence[str]], states: Mapping[str, FileSta
                 if state.first_pending_position is not None:
                     plan.files_read_on += 1
                     plan.has_pending = True
-                    reads.append(FileRead(path, state.first_pending_position, known_through))
+                    first_pending = state.first_pending_position
+                    reads.append(FileRead(path, first_pending, known_through, first_pending))
                 elif has_more:
                     plan.files_read_on += 1
                     reads.append(FileRead(path, state.last_batch_position, known_through))

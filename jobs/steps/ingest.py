@@ -53,9 +53,14 @@ def read_partition_directories(
 
 
 def _is_news(record: LogRecord, read: FileRead) -> bool:
-    """A record raw_records lacks, or holds as pending while its marker has now been read."""
+    """A record raw_records lacks, or may hold as pending while its marker has now been read. A read on
+    starts at the last batch held, which is often a transaction resolved before its marker ended the
+    file (markers are no rows): held resolved already, it is no news."""
     is_known = record.batch_position is not None and record.batch_position <= read.known_through
-    return not is_known or record.txn_state in (TXN_COMMITTED, TXN_ABORTED)
+    if not is_known:
+        return True
+    may_be_pending = read.pending_from is not None and record.batch_position >= read.pending_from
+    return may_be_pending and record.txn_state in (TXN_COMMITTED, TXN_ABORTED)
 
 
 def read_inputs(spark: SparkSession, config: Config, run_id: str, plan: ReadPlan | None = None) -> DataFrame | None:
