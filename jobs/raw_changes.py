@@ -92,18 +92,52 @@ def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame
 
 
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:
-    """Held pending offset commits take the state their transaction's marker gave them."""
+    """Held pending offset commits take the state their transaction's marker gave them.
+
+    `resolved` (record_id, txn_state, source_partition, source_offset, record_at): the merge names the
+    offsets and times the resolved records hold, so that Delta reads only the files whose statistics
+    reach them (txn_state has none: without this every night's merge read the whole table)."""
+    resolved = resolved.localCheckpoint()
     (
         DeltaTable.forName(spark, table)
         .alias("target")
         .merge(
-            resolved.alias("source"),
-            f"target.cluster = {sql_string_literal(cluster)} AND target.txn_state = '{TXN_PENDING}'"
-            " AND target.record_id = source.record_id",
+            resolved.select("record_id", "txn_state").alias("source"),
+            f"target.cluster = {sql_string_literal(cluster)} AND {_held_where(resolved)}"
+            f" AND target.txn_state = '{TXN_PENDING}' AND target.record_id = source.record_id",
         )
         .whenMatchedUpdate(set={"txn_state": "source.txn_state"})
         .execute()
     )
+
+
+def _held_where(records: DataFrame) -> str:
+    """A condition on the target's indexed columns that every row of `records` meets: each source
+    partition's offset range, and the time range when every record has a time."""
+    spans = (
+        records.groupBy("source_partition")
+        .agg(
+            F.min("source_offset").alias("low"),
+            F.max("source_offset").alias("high"),
+            F.min("record_at").cast("string").alias("first_at"),  # in the session's time zone, as literals are read
+            F.max("record_at").cast("string").alias("last_at"),
+            F.max(F.col("record_at").isNull()).alias("has_untimed"),
+        )
+        .collect()
+    )
+    by_partition = " OR ".join(
+        f"(target.source_partition = {span['source_partition']}"
+        f" AND target.source_offset BETWEEN {span['low']} AND {span['high']})"
+        for span in spans
+        if span["source_partition"] is not None
+    )
+    if not spans or any(span["source_partition"] is None for span in spans):
+        return "true"
+    if any(span["has_untimed"] for span in spans):
+        return f"({by_partition})"
+    first = min(span["first_at"] for span in spans)
+    last = max(span["last_at"] for span in spans)
+    return f"({by_partition}) AND target.record_at BETWEEN TIMESTAMP '{first}' AND TIMESTAMP '{last}'"
 
 
 def delete_records(spark: SparkSession, table: str, deleted: DataFrame, cluster: str) -> None:
