@@ -4,8 +4,9 @@
 
 Reads the silver tables (and the optional `topic_ids` table that names KIP-848 topic ids) and rebuilds
 only the groups whose silver records changed since the versions its tables note (plus groups whose
-rebalances read a changed commit, or whose topic ids are now named otherwise), each from its whole
-silver history, replacing just their rows; --full rebuilds the cluster. Each table's rows and its note
+rebalances read a changed commit, or whose topic ids are now named otherwise), replacing just their
+rows: each is framed again from its group records, its settled rebalances kept, the others computed
+from the commits where their readings start; --full rebuilds the cluster. Each table's rows and its note
 commit together, so a re-run gives the same tables. Settings come from the `[gold]` section of
 the configuration files (see `jobs.config.GoldSettings`).
 """

@@ -3,8 +3,11 @@ what-if replay of every rebalance through Kafka's assignors, idle capacity, and 
 
 Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
 A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
-alter (transforms/gold/touched.py), recomputes just those groups from their whole silver history and
-replaces just their rows. Every other group keeps its rows. With no note, a feed that does not reach
+alter (transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every
+other group keeps its rows. A touched group is framed again from all its group records (few), but its
+settled rebalances are kept as the table holds them and the others read only the commits from where
+their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for the
+night's stretch of history, not for all of it. With no note, a feed that does not reach
 back, or `--full`, the cluster is rebuilt from scratch (and noted).
 """
 
@@ -48,12 +51,13 @@ from transforms.gold import (
     idle,
     offsets,
     rebalances,
+    resume,
     streams_members,
     touched,
     whatif,
     whatif_inputs,
 )
-from transforms.gold.generations import GROUP
+from transforms.gold.generations import GROUP, REBALANCE
 
 STEP = "history"
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
@@ -69,12 +73,15 @@ def build_history(
     store: Materialize,
     groups: DataFrame | None = None,
     topic_names: DataFrame | None = None,
+    settled: DataFrame | None = None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
     -> every table of HISTORY_TABLES, handed to `store` in dependency order.
 
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
-    group's records (`topic_names`, epochs.topic_names over all of `silver` when not given)."""
+    group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
+    rebalance rows kept as they are (transforms/gold/resume.py); the others read commits from their
+    groups' floors."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
@@ -88,25 +95,40 @@ def build_history(
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
     changes = materialized(assignment_math.partition_changes(framed, assignments))
     members = store("streams_members", streams_members.streams_members(gens, group_records))
-    rebalance_rows = store(
-        "rebalances",
-        rebalances.rebalances(
-            framed,
-            changes,
-            assignments,
-            offsets.filter_uncounted_commits(offset_commits),
-            epochs.share_member_records(group_records),
-            streams_members.standby_task_moves(framed, members),
-            departure_slack_ms=settings.departure_slack_ms,
-            default_session_timeout_ms=settings.consumer_session_timeout_ms,
-            default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
-        ),
+    to_compute, commits = framed, offsets.filter_uncounted_commits(offset_commits)
+    if settled is not None:
+        settled = settled.join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+        to_compute = materialized(framed.join(settled.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
+        commits = _commits_read_by(to_compute, commits)
+    computed = rebalances.rebalances(
+        to_compute,
+        changes,
+        assignments,
+        commits,
+        epochs.share_member_records(group_records),
+        streams_members.standby_task_moves(framed, members),
+        departure_slack_ms=settings.departure_slack_ms,
+        default_session_timeout_ms=settings.consumer_session_timeout_ms,
+        default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
     )
+    rebalance_rows = store("rebalances", computed if settled is None else computed.unionByName(settled))
     store("partition_movements", rebalances.partition_movements(framed, changes))
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
     replay = materialized(whatif_inputs.replay_inputs(rebalance_rows, gens))
     store("rebalance_whatif", whatif.rebalance_whatif(replay, replay_assignors(replay), rebalance_rows))
     store("generation_capacity", idle.generation_capacity(gens))
+
+
+def _commits_read_by(framed: DataFrame, commits: DataFrame) -> DataFrame:
+    """The commits the rebalances in `framed` can read (resume.commit_floors), named by a literal time too
+    when every group has a floor, so that Delta skips the files of older commits by their statistics."""
+    floors = materialized(resume.commit_floors(framed))
+    earliest = floors.agg(F.min("commit_floor_at").cast("string"), F.min(F.col("has_floor").cast("int"))).first()
+    if earliest[0] is not None and earliest[1] == 1:
+        commits = commits.where(
+            F.col("record_at").isNull() | (F.col("record_at") >= F.lit(earliest[0]).cast("timestamp"))
+        )
+    return resume.commits_from_floors(commits, floors)
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:
@@ -204,8 +226,16 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             empty = spark.createDataFrame([], gold.GOLD_SCHEMAS[name])
             write_noted(empty, table_location(spark, config.table(name)), commit_note)
         return
+    settled = materialized(  # read before the run rewrites generations
+        resume.settled_rebalances(
+            history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi"),
+            history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"),
+            resume.change_starts(list(changes.values()), groups),
+        )
+    )
+    run.counts["rebalances_kept"] = settled.count()
     store = _groups_store(spark, config, run, commit_note, groups, count)
-    build_history(silver, topic_ids, settings, store, groups=groups, topic_names=names)
+    build_history(silver, topic_ids, settings, store, groups=groups, topic_names=names, settled=settled)
 
 
 def _cluster_store(spark: SparkSession, config: Config, run: JobRun, commit_note: str) -> Materialize:

@@ -1,0 +1,118 @@
+"""Where an incremental history run can take up a touched group's rebalances instead of recomputing them.
+
+The expensive input of history is a group's offset commits (nearly every record of the log); its group
+records are few. So an incremental run still frames every rebalance of a touched group from its group
+records, but computes the rebalances' commit readings (departures, pause) only for the ones a night
+can change, from the commits at and after the earliest moment those read, and keeps the others' rows.
+
+A group's changes start at a log position and a time. Every record of a group (its group records and
+its commits) sits in one `__consumer_offsets` partition, so `changed_from_offset`, the lowest offset of
+any changed row of it, is where its log changed (new records, a late backup, a transaction resolved
+late, a forgotten group); `changed_from_at` is the earliest record_at of those rows. A rebalance in the
+table is *settled* (kept as it is) when:
+- two later generations of its incarnation were recorded before `changed_from_offset` in the log. A
+  generation's row is final once the next one is recorded (its records end there:
+  transforms.gold.epochs, generations), and a rebalance reads the generation it closes, the ones of its
+  rounds and the one after (rebalances._revoke_rounds), so its frame cannot change;
+- its readings, which go by record time, cannot change: a departure reads its leavers' last commit (and
+  a share member's own last record) at or before the join, so the join must precede `changed_from_at`;
+  an eager rebalance also reads its group's first commit after completion, which lies at or before
+  join + estimated pause, so that must precede it too, and one whose pause is unknown is never settled
+  (a commit after it may make it known).
+A group whose changes or generations lack a position or a time, or lie in more than one partition, or
+which has no change at all (touched by a renamed topic id) settles none.
+
+The rebalances computed read commits from the group's `commit_floor_at`: the minute of the earliest
+`before_recorded_at` / `before_last_recorded_at` among them (null when one has none: every commit). A
+reading never uses an earlier commit: a leaver's last sign of life is the latest of its generation's
+last record and its commits (departures.members_left), and a pause counts only from a commit in the
+generation before (departures.pause_estimates). Whole minutes, as departures.commit_times_around reduces
+commits by minute.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from transforms.gold.departures import MINUTE_MS, PROTOCOL_EAGER
+from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
+
+
+def change_starts(changed_rows: list[DataFrame], groups: DataFrame) -> DataFrame:
+    """Changed rows of the silver tables + the touched groups -> (cluster, group_id, changed_from_offset,
+    changed_from_at, source_partition); the first two null where a group settles nothing."""
+    changed = functools.reduce(
+        DataFrame.unionByName,
+        [rows.select(*GROUP, "source_partition", "source_offset", "record_at") for rows in changed_rows],
+    )
+    is_placed = (F.count_distinct("source_partition") == 1) & ~F.max(
+        F.col("source_partition").isNull() | F.col("source_offset").isNull() | F.col("record_at").isNull()
+    )
+    starts = changed.groupBy(*GROUP).agg(
+        F.when(is_placed, F.min("source_offset")).alias("changed_from_offset"),
+        F.when(is_placed, F.min("record_at")).alias("changed_from_at"),
+        F.first("source_partition", ignorenulls=True).alias("source_partition"),
+    )
+    return groups.select(*GROUP).join(starts, on=list(GROUP), how="left")
+
+
+def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: DataFrame) -> DataFrame:
+    """Gold rebalances and generations (as the tables hold them) of the touched groups + change_starts ->
+    the rebalance rows a run keeps as they are (see the module docstring)."""
+    placed = starts.where(F.col("changed_from_offset").isNotNull())
+    later_generations = (
+        rebalances.select(*REBALANCE)
+        .join(placed, on=list(GROUP), how="inner")
+        .join(
+            generations.select(
+                *INCARNATION,
+                F.col("generation").alias("later"),
+                F.col("source_partition").alias("later_partition"),
+                F.col("source_offset").alias("later_offset"),
+            ),
+            on=list(INCARNATION),
+            how="inner",
+        )
+        .where(
+            (F.col("later") > F.col("generation"))
+            & (F.col("later_partition") == F.col("source_partition"))
+            & (F.col("later_offset") < F.col("changed_from_offset"))
+        )
+        .groupBy(*REBALANCE, "changed_from_at")
+        .agg(F.count(F.lit(1)).alias("later_generations"))
+    )
+    start = F.col("changed_from_at")
+    pause_read_until = F.timestamp_millis(F.unix_millis("join_completed_at") + F.col("estimated_pause_ms"))
+    readings_final = (F.col("join_completed_at") < start) & (
+        (F.col("rebalance_protocol") != F.lit(PROTOCOL_EAGER))
+        | (F.col("estimated_pause_ms").isNotNull() & (pause_read_until < start))
+    )
+    return (
+        rebalances.join(later_generations, on=list(REBALANCE), how="inner")
+        .where((F.col("later_generations") >= 2) & readings_final)
+        .drop("later_generations", "changed_from_at")
+    )
+
+
+def commit_floors(framed: DataFrame) -> DataFrame:
+    """The framed rebalances to compute -> (cluster, group_id, commit_floor_at, has_floor) per group:
+    the minute its commit readings start at (has_floor false: from the first commit)."""
+    earliest = F.least("before_recorded_at", "before_last_recorded_at")
+    return framed.groupBy(*GROUP).agg(
+        (~F.max(earliest.isNull())).alias("has_floor"),
+        F.timestamp_millis(F.floor(F.unix_millis(F.min(earliest)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)).alias(
+            "commit_floor_at"
+        ),
+    )
+
+
+def commits_from_floors(commits: DataFrame, floors: DataFrame) -> DataFrame:
+    """The commits the rebalances computed can read: from each group's floor (and every untimed one)."""
+    return (
+        commits.join(F.broadcast(floors), on=list(GROUP), how="inner")
+        .where(~F.col("has_floor") | F.col("record_at").isNull() | (F.col("record_at") >= F.col("commit_floor_at")))
+        .drop("has_floor", "commit_floor_at")
+    )
