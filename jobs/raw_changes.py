@@ -70,18 +70,30 @@ def retire(spark: SparkSession, config: Config, condition: Column) -> int:
 
 def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame:
     """Each changed record's newest image, with `is_inserted` (first inserted in this range) and
-    `is_deleted` (its newest change is a delete other than by retention)."""
+    `is_deleted` (its newest change is a delete other than by retention).
+
+    Nearly every change is a plain insert of a record that changed no more in the range: those pass as
+    they are, and only the records with another change (a transaction resolved, a delete) are ranked, so
+    that a night's payloads are not shuffled and sorted by record id."""
     kept = changes.where(
         ~((F.col("_change_type") == F.lit(CHANGE_DELETE)) & F.col("_commit_version").isin(retired_versions))
+    )
+    is_insert = F.col("_change_type") == F.lit(CHANGE_INSERT)
+    revisited = kept.where(~is_insert).select("record_id").distinct()
+    plain = (
+        kept.where(is_insert)
+        .join(revisited, on="record_id", how="left_anti")
+        .withColumns({"is_inserted": F.lit(True), "is_deleted": F.lit(False)})
     )
     newest_first = Window.partitionBy("record_id").orderBy(
         F.col("_commit_version").desc(), (F.col("_change_type") == F.lit(CHANGE_DELETE)).asc()
     )
     whole = Window.partitionBy("record_id").rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return (
-        kept.withColumns(
+    ranked = (
+        kept.join(revisited, on="record_id", how="left_semi")
+        .withColumns(
             {
-                "is_inserted": F.max(F.col("_change_type") == F.lit(CHANGE_INSERT)).over(whole),
+                "is_inserted": F.max(is_insert).over(whole),
                 "is_deleted": F.col("_change_type") == F.lit(CHANGE_DELETE),
                 "_rank": F.row_number().over(newest_first),
             }
@@ -89,6 +101,7 @@ def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame
         .where(F.col("_rank") == 1)
         .drop("_rank")
     )
+    return plain.unionByName(ranked)
 
 
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:

@@ -63,6 +63,8 @@ STEP = "history"
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
 # rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
 MAX_LISTED_GROUPS = 1000
+# The tables whose rows of a settled rebalance are kept as they are, besides rebalances.
+SETTLED_ROWS = ("partition_movements", "rebalance_whatif")
 GROUP_RECORD_TABLES = ("group_metadata", "group_members", "consumer_group_records")
 
 
@@ -73,7 +75,7 @@ def build_history(
     store: Materialize,
     groups: DataFrame | None = None,
     topic_names: DataFrame | None = None,
-    settled: DataFrame | None = None,
+    settled: Mapping[str, DataFrame] | None = None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
     -> every table of HISTORY_TABLES, handed to `store` in dependency order.
@@ -93,13 +95,17 @@ def build_history(
     gens = store("generations", all_generations)
     assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
-    changes = materialized(assignment_math.partition_changes(framed, assignments))
     members = store("streams_members", streams_members.streams_members(gens, group_records))
-    to_compute, commits = framed, offsets.filter_uncounted_commits(offset_commits)
+    to_compute, commits, kept = framed, offsets.filter_uncounted_commits(offset_commits), {}
     if settled is not None:
-        settled = settled.join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
-        to_compute = materialized(framed.join(settled.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
+        keys = settled["rebalances"].join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+        kept = {
+            name: rows.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+            for name, rows in settled.items()
+        }
+        to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
         commits = _commits_read_by(to_compute, commits)
+    changes = materialized(assignment_math.partition_changes(to_compute, assignments))
     computed = rebalances.rebalances(
         to_compute,
         changes,
@@ -111,12 +117,22 @@ def build_history(
         default_session_timeout_ms=settings.consumer_session_timeout_ms,
         default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
     )
-    rebalance_rows = store("rebalances", computed if settled is None else computed.unionByName(settled))
-    store("partition_movements", rebalances.partition_movements(framed, changes))
+    rebalance_rows = store("rebalances", _with_kept(computed, kept, "rebalances"))
+    store(
+        "partition_movements",
+        _with_kept(rebalances.partition_movements(to_compute, changes), kept, "partition_movements"),
+    )
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
-    replay = materialized(whatif_inputs.replay_inputs(rebalance_rows, gens))
-    store("rebalance_whatif", whatif.rebalance_whatif(replay, replay_assignors(replay), rebalance_rows))
+    # A settled rebalance's replay reads only its own generations, final as it is.
+    replayed = rebalance_rows.join(to_compute.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+    replay = materialized(whatif_inputs.replay_inputs(replayed, gens))
+    whatif_rows = whatif.rebalance_whatif(replay, replay_assignors(replay), replayed)
+    store("rebalance_whatif", _with_kept(whatif_rows, kept, "rebalance_whatif"))
     store("generation_capacity", idle.generation_capacity(gens))
+
+
+def _with_kept(computed: DataFrame, kept: Mapping[str, DataFrame], name: str) -> DataFrame:
+    return computed.unionByName(kept[name]) if name in kept else computed
 
 
 def _commits_read_by(framed: DataFrame, commits: DataFrame) -> DataFrame:
@@ -234,8 +250,16 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         )
     )
     run.counts["rebalances_kept"] = settled.count()
+    kept = {
+        name: materialized(
+            cluster_rows(spark, config, name).join(settled.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+        )
+        for name in SETTLED_ROWS
+    }
     store = _groups_store(spark, config, run, commit_note, groups, count)
-    build_history(silver, topic_ids, settings, store, groups=groups, topic_names=names, settled=settled)
+    build_history(
+        silver, topic_ids, settings, store, groups=groups, topic_names=names, settled={"rebalances": settled, **kept}
+    )
 
 
 def _cluster_store(spark: SparkSession, config: Config, run: JobRun, commit_note: str) -> Materialize:
