@@ -16,6 +16,7 @@ from jobs.raw_changes import RETIRED_ID_SUM, RETIRED_RECORDS, retention_versions
 from jobs.runs import InvariantViolation, JobRun
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, table_location
 from jobs.watermarks import (
+    CHANGE_INSERT,
     ChangesUnavailable,
     changes_since,
     cluster_predicate,
@@ -60,14 +61,19 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
     # Records retired from raw before the last decode from scratch are in no silver table.
     baseline = {key: covered["offset_commits"].get(key, 0) for key in (RETIRED_RECORDS, RETIRED_ID_SUM)}
     commit_note = note(DECODE, config.cluster, {RAW_RECORDS: until, **baseline})
+    landed_before = {name: current_version(spark, config.table(name)) for name in LANDING_TABLES}
     try:
-        _decode_changes(
+        own = _decode_changes(
             spark, config, run, {name: versions[RAW_RECORDS] for name, versions in covered.items()}, until, commit_note
         )
     except ChangesUnavailable as error:
         run.progress("decode", f"{error}: decoding every raw record again")
         _decode_all(spark, config, run, until)
-    check_nothing_lost(spark, config, run)
+        own = None
+    if own is None:
+        check_nothing_lost(spark, config, run)
+    else:
+        check_nothing_lost(spark, config, run, own_records=own, landed_before=landed_before)
 
 
 def _decode_all(spark: SparkSession, config: Config, run: JobRun, until: int) -> None:
@@ -85,13 +91,16 @@ def _decode_all(spark: SparkSession, config: Config, run: JobRun, until: int) ->
 
 def _decode_changes(
     spark: SparkSession, config: Config, run: JobRun, covered: dict[str, int], until: int, commit_note: str
-) -> None:
+) -> tuple[int, int] | None:
     """Each silver table gets the raw records added since the version it covers, the new state of held
-    records whose transaction resolved, and loses records deleted from raw (other than by retention)."""
+    records whose transaction resolved, and loses records deleted from raw (other than by retention).
+    Returns the count and id sum of the raw records decoded, when every table covered the same version
+    (else None: a run killed between tables; the check then reads every id)."""
     start = min(covered.values())
     if start >= until:
         run.counts["records_decoded"] = 0
-        return
+        return (0, 0) if len(set(covered.values())) == 1 else None
+    own = None
     changes = changes_since(spark, config.table(RAW_RECORDS), start, until).where(
         F.col("cluster") == F.lit(config.cluster)
     )
@@ -113,9 +122,11 @@ def _decode_changes(
                     raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
             _write_decoded(spark, config, run, inserted, tables, commit_note, replace=False)
             if version == start:
-                run.counts["records_decoded"] = inserted.count()
+                own = _count_and_id_sum(inserted)
+                run.counts["records_decoded"] = own[0]
         finally:
             latest.unpersist()
+    return own if len(set(covered.values())) == 1 else None
 
 
 def _write_decoded(
@@ -149,25 +160,30 @@ def _count_and_id_sum(rows: DataFrame) -> tuple[int, int]:
     return row["rows"], int(row["ids"])
 
 
-def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None:
+def check_nothing_lost(
+    spark: SparkSession,
+    config: Config,
+    run: JobRun,
+    own_records: tuple[int, int] | None = None,
+    landed_before: dict[str, int] | None = None,
+) -> None:
     """raw = decoded + quarantined, counted from the tables as written, and every raw record id in
     exactly one of the tables a record can land in. Records raw retention deleted since silver was
     last decoded from scratch count on raw's side (their running totals are in its retention commits).
 
-    Each table is read once, its record ids only (a column of its Parquet files): the counts add up,
-    and the id sums show the ids are raw's own, none missing and none landed twice.
+    Counts read only the Parquet footers. Ids are summed (a column of the files): the counts add up, and
+    the id sums show the ids are raw's own, none missing and none landed twice. With `own_records` (the
+    count and id sum of the raw records this run decoded) and `landed_before` (each landing table's
+    version before the run wrote), only this run's: the rows the run added to the landing tables
+    (their change feed) must be exactly those records, so a night's check reads the night's rows.
     """
-    counts = {name: cluster_rows(spark, config, name).count() for name in SILVER_SCHEMAS if name not in LANDING_TABLES}
-    landed = {name: _count_and_id_sum(cluster_rows(spark, config, name)) for name in (*LANDING_TABLES, RAW_RECORDS)}
-    counts.update({name: count for name, (count, _) in landed.items()})
+    counts = {name: cluster_rows(spark, config, name).count() for name in (*SILVER_SCHEMAS, RAW_RECORDS)}
     run.counts.update(counts)
     retired_now = raw_changes.retired_so_far(spark, config)
     baseline = covered_versions(spark, config.table("offset_commits"), DECODE, config.cluster) or {}
     retired = {key: value - baseline.get(key, 0) for key, value in retired_now.items()}
     raw_count, quarantined = counts[RAW_RECORDS], counts["quarantine"]
     decoded_count = run.counts["decoded"] = sum(counts[name] for name in TYPED_TABLES)
-    raw_ids = landed[RAW_RECORDS][1] + retired[raw_changes.RETIRED_ID_SUM]
-    landed_ids = sum(landed[name][1] for name in LANDING_TABLES)
     retired_count = retired[raw_changes.RETIRED_RECORDS]
     kept_apart = f" (+ {retired_count:,} retired from raw)" if retired_count else ""
     run.progress("check", f"raw {raw_count:,}{kept_apart} = decoded {decoded_count:,} + quarantined {quarantined:,}")
@@ -175,8 +191,30 @@ def check_nothing_lost(spark: SparkSession, config: Config, run: JobRun) -> None
         raise InvariantViolation(
             f"raw records {raw_count}{kept_apart} != decoded {decoded_count} + quarantined {quarantined}"
         )
+    if own_records is not None and landed_before is not None:
+        landed = [_added_since(spark, config, name, version) for name, version in landed_before.items()]
+        if (sum(count for count, _ in landed), sum(ids for _, ids in landed)) != own_records:
+            raise InvariantViolation(
+                f"the rows this run added to the silver tables and quarantine are not the {own_records[0]:,} raw "
+                "records it decoded: one landed twice or in two tables, or another nowhere"
+            )
+        return
+    raw_ids = _count_and_id_sum(cluster_rows(spark, config, RAW_RECORDS))[1] + retired[raw_changes.RETIRED_ID_SUM]
+    landed_ids = sum(_count_and_id_sum(cluster_rows(spark, config, name))[1] for name in LANDING_TABLES)
     if raw_ids != landed_ids:
         raise InvariantViolation(
             "the record ids in the silver tables and quarantine are not those of raw_records: "
             "one record landed twice and another nowhere"
         )
+
+
+def _added_since(spark: SparkSession, config: Config, name: str, version: int) -> tuple[int, int]:
+    """Count and id sum of the cluster's rows inserted into a table after `version`."""
+    table = config.table(name)
+    now = current_version(spark, table)
+    if now <= version:
+        return 0, 0
+    changes = changes_since(spark, table, version, now).where(
+        (F.col("cluster") == F.lit(config.cluster)) & (F.col("_change_type") == F.lit(CHANGE_INSERT))
+    )
+    return _count_and_id_sum(changes)

@@ -21,8 +21,9 @@ from pyspark.sql import functions as F
 
 from jobs.runs import InvariantViolation, JobRun
 from jobs.segment_files import as_source_file, discover_partitions, read_paths
-from jobs.steps.decode import check_nothing_lost, decode
+from jobs.steps.decode import LANDING_TABLES, check_nothing_lost, decode
 from jobs.steps.ingest import ingest, inputs_may_repeat_records, read_partition_directories
+from jobs.watermarks import current_version
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
 from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
 from transforms.bronze import arrow_batches
@@ -303,3 +304,23 @@ def test_tables_keep_statistics_for_their_leading_columns_only(spark, daniel):
     config, _ = daniel
     properties = spark.sql(f"DESCRIBE DETAIL {config.table('offset_commits')}").first()["properties"]
     assert properties.get("delta.dataSkippingNumIndexedCols") == "8"
+
+
+def test_a_nights_check_fails_when_its_records_did_not_land_once_each(spark, spark_config):
+    """The incremental check reads the night's rows only: what the run added to the landing tables must
+    be exactly the raw records it decoded, even where the totals still add up."""
+    config = replace(spark_config, cluster="tampered-night", segment_paths=(str(DANIEL),))
+    run_nightly_steps(spark, config)
+    commits = config.table("offset_commits")
+    before = {name: current_version(spark, config.table(name)) for name in LANDING_TABLES}
+    first, second = (row.record_id for row in cluster_rows(spark, config, "offset_commits").limit(2).collect())
+    with JobRun(spark, config, "decode") as run:
+        check_nothing_lost(spark, config, run, own_records=(0, 0), landed_before=before)  # a night with nothing
+
+    # A night that landed one record a second time and lost another: the counts add up, the night does not.
+    spark.sql(
+        f"INSERT INTO {commits} SELECT * FROM {commits} WHERE cluster = 'tampered-night' AND record_id = '{first}'"
+    )
+    spark.sql(f"DELETE FROM {commits} WHERE cluster = 'tampered-night' AND record_id = '{second}'")
+    with JobRun(spark, config, "decode") as run, pytest.raises(InvariantViolation, match="landed twice"):
+        check_nothing_lost(spark, config, run, own_records=(0, 0), landed_before=before)
