@@ -181,23 +181,11 @@ def _changes(
     }
 
 
-def touched_groups(
-    changes: Mapping[str, DataFrame],
-    silver: Mapping[str, DataFrame],
-    history: Mapping[str, DataFrame],
-    names: DataFrame,
-) -> DataFrame:
+def touched_groups(changes: Mapping[str, DataFrame], history: Mapping[str, DataFrame], names: DataFrame) -> DataFrame:
     """The groups whose history the changes can alter (see transforms/gold/touched.py)."""
     found = [touched.groups_of(changes[name]) for name in GROUP_RECORD_TABLES if name in changes]
     if "offset_commits" in changes:
-        found.append(
-            touched.groups_with_commits_seen_by_rebalances(
-                changes["offset_commits"],
-                history["rebalances"],
-                history["generations"],
-                offsets.filter_uncounted_commits(silver["offset_commits"]),
-            )
-        )
+        found.append(touched.groups_with_commits_seen_by_rebalances(changes["offset_commits"], history["rebalances"]))
     found.append(touched.groups_with_renamed_topics(history["generations"], names))
     result = found[0]
     for more in found[1:]:
@@ -234,7 +222,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         return
     names = materialized(epochs.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
     history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
-    groups = materialized(touched_groups(changes, silver, history_rows, names))
+    groups = materialized(touched_groups(changes, history_rows, names))
     count = run.counts["groups_rebuilt"] = groups.count()
     run.progress(STEP, f"{count:,} groups touched since silver versions {covered}")
     if count == 0:

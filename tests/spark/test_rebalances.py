@@ -162,6 +162,10 @@ def test_failed_rounds_static_replacements_departures_and_pause(rebalanced):
     (departed,) = life[2].members_left
     assert (departed.member_id, departed.how, departed.silent_ms) == ("C2", "clean", 100)
     assert (life[2].estimated_pause_ms, life[2].pause_estimate_method) == (1100, "commit_gap")
+    # Nothing committed before generation 1's join: no gap can start, now or later.
+    assert (life[1].estimated_pause_ms, life[1].pause_estimate_method) == (None, "no_commit_in_generation")
+    # Generation 2's commits come before generation 5's join, none after it: the pause waits for one.
+    assert (life[5].estimated_pause_ms, life[5].pause_estimate_method) == (None, None)
     assert [(d.member_id, d.how) for d in life[7].members_left] == [("C1b", "unknown")]
     assert (life[7].skew, life[7].skew_by_topic) == (None, None)
     mixed = rows.where(F.col("group_id").isin("mixed", "disjoint") & (F.col("generation") == 2))

@@ -19,7 +19,9 @@ them, the full session timeout applies.
 Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
 after it completes, so the gap in the group's commits around it - from its last commit at or before
 the join phase ended to its first commit after the new generation was recorded - estimates the pause
-(from above: it includes up to one commit interval). Marked `commit_gap`.
+(from above: it includes up to one commit interval). Marked `commit_gap`; `no_commit_in_generation`
+when the group committed nothing in the generation before the join (no pause can be measured); none
+while the group has made no commit since the rebalance.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from transforms.gold.timeline import earliest_after, latest_at_or_before
 
 HOW_CLEAN, HOW_TIMEOUT, HOW_UNKNOWN = "clean", "timeout", "unknown"
 PAUSE_COMMIT_GAP = "commit_gap"
+# The group committed nothing from the generation before the join to the join: no commit can start the
+# gap, now or later (an unknown pause without it waits for the group's first commit after the rebalance).
+PAUSE_NO_COMMIT_BEFORE = "no_commit_in_generation"
 PROTOCOL_EAGER = "eager"
 
 
@@ -166,12 +171,17 @@ def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
         "record_at",
         "first_after",
     )
-    is_known = F.col("last_before").isNotNull() & F.col("first_after").isNotNull()
-    is_in_generation = F.col("last_before.record_at") >= F.coalesce(
-        "before_recorded_at", F.col("last_before.record_at")
+    has_start = F.coalesce(
+        F.col("last_before.record_at") >= F.coalesce("before_recorded_at", F.col("last_before.record_at")),
+        F.lit(False),
     )
-    return around.where(is_known & is_in_generation).select(
+    is_known = has_start & F.col("first_after").isNotNull()
+    return around.where(is_known | ~has_start).select(
         *REBALANCE,
-        (F.unix_millis("first_after.record_at") - F.unix_millis("last_before.record_at")).alias("estimated_pause_ms"),
-        F.lit(PAUSE_COMMIT_GAP).alias("pause_estimate_method"),
+        F.when(is_known, F.unix_millis("first_after.record_at") - F.unix_millis("last_before.record_at")).alias(
+            "estimated_pause_ms"
+        ),
+        F.when(is_known, F.lit(PAUSE_COMMIT_GAP))
+        .otherwise(F.lit(PAUSE_NO_COMMIT_BEFORE))
+        .alias("pause_estimate_method"),
     )

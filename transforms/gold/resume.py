@@ -17,8 +17,9 @@ table is *settled* (kept as it is) when:
 - its readings, which go by record time, cannot change: a departure reads its leavers' last commit (and
   a share member's own last record) at or before the join, so the join must precede `changed_from_at`;
   an eager rebalance also reads its group's first commit after completion, which lies at or before
-  join + estimated pause, so that must precede it too, and one whose pause is unknown is never settled
-  (a commit after it may make it known).
+  join + estimated pause, so that must precede it too; an unknown pause is final when the group
+  committed nothing in the generation before the join (`no_commit_in_generation`), and otherwise waits
+  for a commit after it (never settled).
 A group whose changes or generations lack a position or a time, or lie in more than one partition, or
 which has no change at all (touched by a renamed topic id) settles none.
 
@@ -37,7 +38,7 @@ import functools
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from transforms.gold.departures import MINUTE_MS, PROTOCOL_EAGER
+from transforms.gold.departures import MINUTE_MS, PAUSE_NO_COMMIT_BEFORE, PROTOCOL_EAGER
 from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
 
 
@@ -89,6 +90,7 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
     readings_final = (F.col("join_completed_at") < start) & (
         (F.col("rebalance_protocol") != F.lit(PROTOCOL_EAGER))
         | (F.col("estimated_pause_ms").isNotNull() & (pause_read_until < start))
+        | (F.col("pause_estimate_method") == F.lit(PAUSE_NO_COMMIT_BEFORE))
     )
     return (
         rebalances.join(later_generations, on=list(REBALANCE), how="inner")

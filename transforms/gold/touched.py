@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from transforms.gold.departures import PROTOCOL_EAGER
-from transforms.gold.generations import EPOCH_PROTOCOLS, GROUP, INCARNATION
+from transforms.gold.generations import EPOCH_PROTOCOLS, GROUP
 from transforms.gold.streams_records import SOURCE_SUBTOPOLOGY
 from transforms.gold.topic_names import SOURCE_UNRESOLVED
 
@@ -41,68 +41,52 @@ def _changed_commit_spans(changed_commits: DataFrame) -> DataFrame:
     )
 
 
-def _rebalance_probes(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
-    """gold rebalances -> the times each one reads commits at: its join, its completion, the recorded_at
-    of the generation before it (the earliest commit pause_estimates accepts) and its pause."""
-    before = generations.select(
-        *INCARNATION, F.col("generation").alias("previous_generation"), F.col("recorded_at").alias("before_recorded_at")
-    )
+def _rebalance_probes(rebalances: DataFrame) -> DataFrame:
+    """gold rebalances -> the times each one reads commits at: its join, its completion and its pause."""
     return rebalances.select(
-        *INCARNATION,
-        "previous_generation",
+        *GROUP,
         (F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).alias("is_eager"),
         (F.size("members_left") > 0).alias("has_departures"),
         "join_completed_at",
         "completed_at",
         "estimated_pause_ms",
-    ).join(before, on=[*INCARNATION, "previous_generation"], how="left")
+        "pause_estimate_method",
+    )
 
 
-def groups_with_commits_seen_by_rebalances(
-    changed_commits: DataFrame, rebalances: DataFrame, generations: DataFrame, counted_commits: DataFrame
-) -> DataFrame:
+def groups_with_commits_seen_by_rebalances(changed_commits: DataFrame, rebalances: DataFrame) -> DataFrame:
     """Groups with a changed commit (any state: a pending one may count tomorrow, a deleted one counted)
     that one of their rebalances (gold, as the tables hold them) can read.
 
     A rebalance with departures reads its leavers' commits at or before its join (members_left); an eager
     one reads the group's commits at or before its join and the first commit after its
     completion. That first commit lies at or before join + estimated pause when the pause is known
-    (the pause runs from a commit at or before the join to it). When the pause is unknown, a later commit
-    can make it known only if the commit before the join that it also needs exists: a counted commit at or
-    after the previous generation was recorded (`counted_commits` tells, from silver as it is now; a
-    change at or before the join touches the group anyway, so what is there is what was there). Other
-    rebalances (cooperative or KIP-848, nobody left) read no commit.
+    (the pause runs from a commit at or before the join to it). An unknown pause whose method is
+    `no_commit_in_generation` has no commit to start from, which only a change at or before the join could
+    bring; one with no method waits for the group's first commit after completion (tables written before
+    that method existed show both so: they are taken as waiting, a superset). Other rebalances
+    (cooperative or KIP-848, nobody left) read no commit.
 
     A group's changed commits are taken as one span (earliest to latest): a window overlapping the span
     touches the group, a superset of the exact test that keeps the join one row per group.
     """
     spans = _changed_commit_spans(changed_commits)
-    probes = _rebalance_probes(rebalances, generations).join(spans, on=list(GROUP), how="inner")
+    probes = _rebalance_probes(rebalances).join(spans, on=list(GROUP), how="inner")
     pause_known_at = F.timestamp_millis(F.unix_millis("join_completed_at") + F.col("estimated_pause_ms"))
     is_read_before_join = (F.col("is_eager") | F.col("has_departures")) & (
         F.col("first_changed_at") <= F.col("join_completed_at")
     )
     is_after_completion = F.col("is_eager") & (F.col("last_changed_at") > F.col("completed_at"))
-    unknown_pauses = probes.where(is_after_completion & F.col("estimated_pause_ms").isNull())
-    in_generation = (F.col("record_at") <= F.col("join_completed_at")) & (
-        F.col("before_recorded_at").isNull() | (F.col("record_at") >= F.col("before_recorded_at"))
-    )
-    pausable = (
-        unknown_pauses.alias("probe")
-        .join(
-            counted_commits.select(*GROUP, "record_at").alias("commit"),
-            on=list(GROUP),
-            how="inner",
+    is_waiting = F.col("estimated_pause_ms").isNull() & F.col("pause_estimate_method").isNull()
+    return (
+        probes.where(
+            F.col("has_untimed_change")
+            | is_read_before_join
+            | (is_after_completion & (is_waiting | (F.col("first_changed_at") <= pause_known_at)))
         )
-        .where(in_generation)
         .select(*GROUP)
+        .distinct()
     )
-    seen = probes.where(
-        F.col("has_untimed_change")
-        | is_read_before_join
-        | (is_after_completion & (F.col("first_changed_at") <= pause_known_at))
-    ).select(*GROUP)
-    return seen.unionByName(pausable).distinct()
 
 
 def _named_topic_ids(generations: DataFrame) -> DataFrame:
