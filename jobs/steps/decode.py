@@ -6,6 +6,8 @@ the update decodes every raw record again (into every table) and later runs go o
 
 from __future__ import annotations
 
+import functools
+
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -177,7 +179,7 @@ def check_nothing_lost(
     version before the run wrote), only this run's: the rows the run added to the landing tables
     (their change feed) must be exactly those records, so a night's check reads the night's rows.
     """
-    counts = {name: cluster_rows(spark, config, name).count() for name in (*SILVER_SCHEMAS, RAW_RECORDS)}
+    counts = _row_counts(spark, config, (*SILVER_SCHEMAS, RAW_RECORDS))
     run.counts.update(counts)
     retired_now = raw_changes.retired_so_far(spark, config)
     baseline = covered_versions(spark, config.table("offset_commits"), DECODE, config.cluster) or {}
@@ -206,6 +208,21 @@ def check_nothing_lost(
             "the record ids in the silver tables and quarantine are not those of raw_records: "
             "one record landed twice and another nowhere"
         )
+
+
+def _row_counts(spark: SparkSession, config: Config, names) -> dict[str, int]:
+    """The cluster's rows of each table, counted in one Spark job (a job per table costs a second each)."""
+    counted = functools.reduce(
+        DataFrame.unionByName,
+        [
+            cluster_rows(spark, config, name)
+            .groupBy()
+            .agg(F.count(F.lit(1)).alias("rows"))
+            .select(F.lit(name).alias("table"), "rows")
+            for name in names
+        ],
+    )
+    return {row["table"]: row["rows"] for row in counted.collect()}
 
 
 def _added_since(spark: SparkSession, config: Config, name: str, version: int) -> tuple[int, int]:
