@@ -131,6 +131,10 @@ def build_history(
     store("generation_capacity", idle.generation_capacity(gens))
 
 
+def _no_commits(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], "cluster string, group_id string")
+
+
 def _with_kept(computed: DataFrame, kept: Mapping[str, DataFrame], name: str) -> DataFrame:
     return computed.unionByName(kept[name]) if name in kept else computed
 
@@ -234,7 +238,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         resume.settled_rebalances(
             history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi"),
             history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"),
-            resume.change_starts(list(changes.values()), groups),
+            resume.change_starts(list(changes.values()), changes.get("offset_commits", _no_commits(spark)), groups),
         )
     )
     run.counts["rebalances_kept"] = settled.count()

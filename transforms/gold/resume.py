@@ -19,7 +19,9 @@ table is *settled* (kept as it is) when:
   an eager rebalance also reads its group's first commit after completion, which lies at or before
   join + estimated pause, so that must precede it too; an unknown pause is final when the group
   committed nothing in the generation before the join (`no_commit_in_generation`), and otherwise waits
-  for a commit after it (never settled).
+  for the group's first commit after it: it stays as it is on a night that changed none of the group's
+  commits (a group that stopped committing; else its commit floor would hold every night's read of
+  commits at that rebalance), and is computed again on any other.
 A group whose changes or generations lack a position or a time, or lie in more than one partition, or
 which has no change at all (touched by a renamed topic id) settles none.
 
@@ -42,9 +44,10 @@ from transforms.gold.departures import MINUTE_MS, PAUSE_NO_COMMIT_BEFORE, PROTOC
 from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
 
 
-def change_starts(changed_rows: list[DataFrame], groups: DataFrame) -> DataFrame:
-    """Changed rows of the silver tables + the touched groups -> (cluster, group_id, changed_from_offset,
-    changed_from_at, source_partition); the first two null where a group settles nothing."""
+def change_starts(changed_rows: list[DataFrame], changed_commits: DataFrame, groups: DataFrame) -> DataFrame:
+    """Changed rows of the silver tables (`changed_commits` among them) + the touched groups -> (cluster,
+    group_id, changed_from_offset, changed_from_at, source_partition, has_changed_commits); the first two
+    null where a group settles nothing."""
     changed = functools.reduce(
         DataFrame.unionByName,
         [rows.select(*GROUP, "source_partition", "source_offset", "record_at") for rows in changed_rows],
@@ -57,7 +60,13 @@ def change_starts(changed_rows: list[DataFrame], groups: DataFrame) -> DataFrame
         F.when(is_placed, F.min("record_at")).alias("changed_from_at"),
         F.first("source_partition", ignorenulls=True).alias("source_partition"),
     )
-    return groups.select(*GROUP).join(starts, on=list(GROUP), how="left")
+    with_commits = changed_commits.select(*GROUP).distinct().withColumn("has_changed_commits", F.lit(True))
+    return (
+        groups.select(*GROUP)
+        .join(starts, on=list(GROUP), how="left")
+        .join(with_commits, on=list(GROUP), how="left")
+        .fillna(False, subset=["has_changed_commits"])
+    )
 
 
 def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: DataFrame) -> DataFrame:
@@ -82,7 +91,7 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
             & (F.col("later_partition") == F.col("source_partition"))
             & (F.col("later_offset") < F.col("changed_from_offset"))
         )
-        .groupBy(*REBALANCE, "changed_from_at")
+        .groupBy(*REBALANCE, "changed_from_at", "has_changed_commits")
         .agg(F.count(F.lit(1)).alias("later_generations"))
     )
     start = F.col("changed_from_at")
@@ -91,11 +100,12 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
         (F.col("rebalance_protocol") != F.lit(PROTOCOL_EAGER))
         | (F.col("estimated_pause_ms").isNotNull() & (pause_read_until < start))
         | (F.col("pause_estimate_method") == F.lit(PAUSE_NO_COMMIT_BEFORE))
+        | (F.col("estimated_pause_ms").isNull() & ~F.col("has_changed_commits"))
     )
     return (
         rebalances.join(later_generations, on=list(REBALANCE), how="inner")
         .where((F.col("later_generations") >= 2) & readings_final)
-        .drop("later_generations", "changed_from_at")
+        .drop("later_generations", "changed_from_at", "has_changed_commits")
     )
 
 
