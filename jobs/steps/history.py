@@ -140,14 +140,29 @@ def _with_kept(computed: DataFrame, kept: Mapping[str, DataFrame], name: str) ->
 
 
 def _commits_read_by(framed: DataFrame, commits: DataFrame) -> DataFrame:
-    """The commits the rebalances in `framed` can read (resume.commit_floors), named by a literal time too
-    when every group has a floor, so that Delta skips the files of older commits by their statistics."""
+    """The commits the rebalances in `framed` can read (resume.commit_floors), named by literals too, so
+    that Delta skips other files by their statistics: a group's commits all sit in its `__consumer_offsets`
+    partition, so the partitions of the groups with a floor from the earliest floor on, and the partitions
+    of those without one (a group's or incarnation's first rebalance reads every commit before it) whole."""
     floors = materialized(resume.commit_floors(framed))
-    earliest = floors.agg(F.min("commit_floor_at").cast("string"), F.min(F.col("has_floor").cast("int"))).first()
-    if earliest[0] is not None and earliest[1] == 1:
-        commits = commits.where(
-            F.col("record_at").isNull() | (F.col("record_at") >= F.lit(earliest[0]).cast("timestamp"))
-        )
+    placed = framed.groupBy(*GROUP).agg(
+        F.collect_set("source_partition").alias("partitions"),
+        F.max(F.col("source_partition").isNull()).alias("has_unplaced"),
+    )
+    groups = (
+        floors.join(placed, on=list(GROUP), how="inner")
+        .select("has_floor", F.col("commit_floor_at").cast("string").alias("floor"), "partitions", "has_unplaced")
+        .collect()
+    )
+    if groups and not any(group["has_unplaced"] for group in groups):
+        floored = [group for group in groups if group["has_floor"]]
+        whole = sorted({partition for group in groups if not group["has_floor"] for partition in group["partitions"]})
+        condition = F.col("record_at").isNull() | F.col("source_partition").isin(whole)
+        if floored:
+            since = F.lit(min(group["floor"] for group in floored)).cast("timestamp")
+            partitions = sorted({partition for group in floored for partition in group["partitions"]})
+            condition = condition | (F.col("source_partition").isin(partitions) & (F.col("record_at") >= since))
+        commits = commits.where(condition)
     return resume.commits_from_floors(commits, floors)
 
 
