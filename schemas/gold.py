@@ -194,7 +194,8 @@ rebalances_schema = StructType(
         column("skew", IntegerType()),  # max - min partitions per member after the rebalance
         column("skew_by_topic", MapType(StringType(), IntegerType())),
         column("estimated_pause_ms", LongType()),  # eager only: gap in the group's commits around the rebalance
-        column("pause_estimate_method", StringType()),  # commit_gap | no_commit_in_generation | null (waits for a commit)
+        # commit_gap | no_commit_in_generation | null (the pause waits for a commit after the rebalance)
+        column("pause_estimate_method", StringType()),
         # streams groups only: standby replicas that changed member (active tasks are the partition counts)
         column("moved_standby_task_count", IntegerType()),
     ]
