@@ -12,7 +12,7 @@ A night, for one cluster (transforms/gold/metrics_carry.py says why each part is
    now of the few columns group_daily reads.
 2. lag, consumer_status: each group partition a change reaches, from its start on, from the carried
    records (metrics_carry) + silver's records from the night's earliest start on (late data: the group
-   partition's whole history), and its topic partition's snapshots from `snapshot_lookback` before
+   partition's whole history), and its topic partition's snapshots from SNAPSHOT_LOOKBACK before
    (all of them where that may leave out one an evaluation needs).
 3. lag_daily from the day of each group topic's start, group_status from the window of each group's,
    group_daily from the first day each group's changes reach, and every group's new days (as_of moved).
@@ -52,7 +52,8 @@ from transforms.gold.offsets import OFFSET_KEY, PARTITION
 from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 
 # How far before what a night evaluates its snapshots are read; a topic partition where that may not be
-# enough (checked) is read whole.
+# enough (checked before, or found by an uncertain time lag after) is read whole. Read at each call: the
+# tests shorten it to make the second case happen.
 SNAPSHOT_LOOKBACK = timedelta(days=1)
 UNCERTAIN_TIME_LAG = (lag.METHOD_LOWER_BOUND, lag.METHOD_TOO_FEW_POINTS)
 HISTORY_COLUMNS = {
@@ -104,7 +105,6 @@ def evaluate_group_partitions(
     run: JobRun,
     starts: DataFrame,
     settings: GoldSettings,
-    snapshot_lookback: timedelta,
 ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The lag and consumer_status rows of the group partitions in `starts` from their start on, and
     their new carry rows."""
@@ -124,7 +124,7 @@ def evaluate_group_partitions(
 
     end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
     needed = metrics_carry.snapshots_needed_from(records, starts).localCheckpoint()
-    lookback_micros = F.lit(int(snapshot_lookback.total_seconds() * 1_000_000))
+    lookback_micros = F.lit(int(SNAPSHOT_LOOKBACK.total_seconds() * 1_000_000))
     window_from = needed.agg(
         as_text(F.timestamp_micros(F.unix_micros(F.min("needed_from_at")) - lookback_micros))
     ).first()[0]
@@ -135,27 +135,32 @@ def evaluate_group_partitions(
     whole_partitions = metrics_carry.partitions_short_of_snapshots(
         window, needed, intervals=settings.status_intervals
     ).localCheckpoint()
-    for _ in range(2):  # the second round reads whole the partitions the first found time lag needs more of
-        snapshots = (
-            window.join(whole_partitions, on=list(PARTITION), how="left_anti")
-            .unionByName(end_offsets.join(whole_partitions, on=list(PARTITION), how="left_semi"))
-            .localCheckpoint()
+    snapshots = (
+        window.join(whole_partitions, on=list(PARTITION), how="left_anti")
+        .unionByName(end_offsets.join(whole_partitions, on=list(PARTITION), how="left_semi"))
+        .localCheckpoint()
+    )
+    seen, lag_rows = _lag_of(records, snapshots, starts, settings)
+    # A time lag found without a point at or below the committed offset may have one before the window:
+    # those topic partitions are evaluated again from all their snapshots (each is evaluated on its own).
+    uncertain = (
+        lag_rows.where(F.col("time_lag_method").isin(*UNCERTAIN_TIME_LAG))
+        .select(*PARTITION)
+        .distinct()
+        .join(whole_partitions, on=list(PARTITION), how="left_anti")
+        .localCheckpoint()
+    )
+    run.counts["metrics_topic_partitions_read_again"] = uncertain.count()
+    if run.counts["metrics_topic_partitions_read_again"]:
+        all_snapshots = end_offsets.join(uncertain, on=list(PARTITION), how="left_semi").localCheckpoint()
+        seen_again, lag_again = _lag_of(
+            records.join(uncertain, on=list(PARTITION), how="left_semi"), all_snapshots, starts, settings
         )
-        seen = records_seen_by_snapshots(
-            records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
-        ).localCheckpoint()
-        lag_rows = metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at").localCheckpoint()
-        # A time lag found without a point at or below the committed offset may have one before the window.
-        uncertain = (
-            lag_rows.where(F.col("time_lag_method").isin(*UNCERTAIN_TIME_LAG))
-            .select(*PARTITION)
-            .distinct()
-            .join(whole_partitions, on=list(PARTITION), how="left_anti")
-            .localCheckpoint()
+        snapshots, seen, lag_rows = (
+            kept.join(uncertain, on=list(PARTITION), how="left_anti").unionByName(again).localCheckpoint()
+            for kept, again in ((snapshots, all_snapshots), (seen, seen_again), (lag_rows, lag_again))
         )
-        if uncertain.isEmpty():
-            break
-        whole_partitions = whole_partitions.unionByName(uncertain).localCheckpoint()
+        whole_partitions = whole_partitions.unionByName(uncertain)
     run.counts["metrics_topic_partitions_read_whole"] = whole_partitions.count()
     status_rows = status.consumer_status(
         lag_rows,
@@ -173,13 +178,22 @@ def evaluate_group_partitions(
     return lag_rows, status_rows, carry_rows
 
 
+def _lag_of(
+    records: DataFrame, snapshots: DataFrame, starts: DataFrame, settings: GoldSettings
+) -> tuple[DataFrame, DataFrame]:
+    """(records seen by the snapshots, lag rows from each group partition's start on), materialised."""
+    seen = records_seen_by_snapshots(
+        records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+    ).localCheckpoint()
+    return seen, metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at").localCheckpoint()
+
+
 def continue_metrics(
     spark: SparkSession,
     config: Config,
     run: JobRun,
     covered: dict[str, int],
     versions: dict[str, int],
-    snapshot_lookback: timedelta = SNAPSHOT_LOOKBACK,
 ) -> None:
     """One night from the covered versions to `versions` (see the module docstring). Raises
     ChangesUnavailable when an input's changes since then cannot be read: the caller starts over."""
@@ -210,9 +224,7 @@ def continue_metrics(
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
 
-    lag_rows, status_rows, carry_rows = evaluate_group_partitions(
-        spark, config, run, starts, settings, snapshot_lookback
-    )
+    lag_rows, status_rows, carry_rows = evaluate_group_partitions(spark, config, run, starts, settings)
     write_table(spark, config, CARRY, carry_rows.localCheckpoint(), commit_note, "")
     replace_from_starts(spark, config, "lag", lag_rows, starts, "observed_at", OFFSET_KEY, commit_note)
     replace_from_starts(spark, config, "consumer_status", status_rows, starts, "evaluated_at", OFFSET_KEY, commit_note)

@@ -36,14 +36,16 @@ def note(step: str, cluster: str, covered: Mapping[str, int]) -> str:
     return json.dumps({"groupscope": step, "cluster": cluster, "covered": dict(covered)}, sort_keys=True)
 
 
-def notes(spark: SparkSession, table: str, step: str, cluster: str) -> list[tuple[int, dict[str, int]]]:
-    """(version, covered) of every commit of `step` for `cluster` still in the table's history, newest first."""
+def notes(
+    spark: SparkSession, table: str, step: str, cluster: str, newest: int | None = None
+) -> list[tuple[int, dict[str, int]]]:
+    """(version, covered) of every commit of `step` for `cluster` among the table's `newest` commits (all
+    still in its history when None), newest first."""
     if not spark.catalog.tableExists(table):
         return []
+    history = DeltaTable.forName(spark, table).history(*(() if newest is None else (newest,)))
     commits = (
-        DeltaTable.forName(spark, table)
-        .history()
-        .where(F.col("userMetadata").isNotNull())
+        history.where(F.col("userMetadata").isNotNull())
         .orderBy(F.col("version").desc())
         .select("version", "userMetadata")
         .collect()
@@ -59,10 +61,15 @@ def notes(spark: SparkSession, table: str, step: str, cluster: str) -> list[tupl
     return found
 
 
+# A run commits a few times to each table it writes, so the newest note is nearly always among the last
+# few commits; the whole history (a read of every commit file in it) is the fallback, not the rule.
+_RECENT_COMMITS = 32
+
+
 def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
     """The input versions the newest commit of `step` for `cluster` to `table` noted; None when no such
     commit is in the table's history (never written by the step, or a table from an earlier version)."""
-    found = notes(spark, table, step, cluster)
+    found = notes(spark, table, step, cluster, newest=_RECENT_COMMITS) or notes(spark, table, step, cluster)
     return found[0][1] if found else None
 
 
