@@ -68,23 +68,31 @@ def retire(spark: SparkSession, config: Config, condition: Column) -> int:
     return row["rows"]
 
 
-def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame:
-    """Each changed record's newest image, with `is_inserted` (first inserted in this range) and
-    `is_deleted` (its newest change is a delete other than by retention).
-
-    Nearly every change is a plain insert of a record that changed no more in the range: those pass as
-    they are, and only the records with another change (a transaction resolved, a delete) are ranked, so
-    that a night's payloads are not shuffled and sorted by record id."""
-    kept = changes.where(
+def _kept(changes: DataFrame, retired_versions: list[int]) -> DataFrame:
+    return changes.where(
         ~((F.col("_change_type") == F.lit(CHANGE_DELETE)) & F.col("_commit_version").isin(retired_versions))
     )
+
+
+def revisited_records(changes: DataFrame, retired_versions: list[int]) -> DataFrame:
+    """(record_id) of the records with a change other than their insert in this range (a transaction
+    resolved, a delete other than by retention), materialised: nearly always none, or a few."""
+    kept = _kept(changes, retired_versions)
+    return kept.where(F.col("_change_type") != F.lit(CHANGE_INSERT)).select("record_id").distinct().localCheckpoint()
+
+
+def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: DataFrame) -> DataFrame:
+    """Each changed record's newest image, with `is_inserted` (first inserted in this range) and
+    `is_deleted` (its newest change is a delete other than by retention). `revisited`: revisited_records.
+
+    Nearly every change is a plain insert of a record that changed no more in the range: those pass as
+    they are, and only the records with another change are ranked, so that a night's payloads are not
+    shuffled and sorted by record id (nor, on a night of nothing but inserts, joined at all)."""
+    kept = _kept(changes, retired_versions)
     is_insert = F.col("_change_type") == F.lit(CHANGE_INSERT)
-    revisited = kept.where(~is_insert).select("record_id").distinct()
-    plain = (
-        kept.where(is_insert)
-        .join(revisited, on="record_id", how="left_anti")
-        .withColumns({"is_inserted": F.lit(True), "is_deleted": F.lit(False)})
-    )
+    inserts = kept.where(is_insert).withColumns({"is_inserted": F.lit(True), "is_deleted": F.lit(False)})
+    if revisited.isEmpty():
+        return inserts
     newest_first = Window.partitionBy("record_id").orderBy(
         F.col("_commit_version").desc(), (F.col("_change_type") == F.lit(CHANGE_DELETE)).asc()
     )
@@ -101,7 +109,7 @@ def latest_changes(changes: DataFrame, retired_versions: list[int]) -> DataFrame
         .where(F.col("_rank") == 1)
         .drop("_rank")
     )
-    return plain.unionByName(ranked)
+    return inserts.join(revisited, on="record_id", how="left_anti").unionByName(ranked)
 
 
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:

@@ -6,8 +6,6 @@ the update decodes every raw record again (into every table) and later runs go o
 
 from __future__ import annotations
 
-import functools
-
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -15,7 +13,7 @@ from pyspark.sql import functions as F
 from jobs import raw_changes
 from jobs.config import Config
 from jobs.raw_changes import RETIRED_ID_SUM, RETIRED_RECORDS, retention_versions
-from jobs.runs import InvariantViolation, JobRun
+from jobs.runs import InvariantViolation, JobRun, row_counts
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, table_location
 from jobs.watermarks import (
     CHANGE_INSERT,
@@ -109,8 +107,12 @@ def _decode_changes(
     retired = retention_versions(spark, config)
     for version in sorted(set(covered.values())):
         tables = [name for name, covered_version in covered.items() if covered_version == version]
-        latest = raw_changes.latest_changes(changes.where(F.col("_commit_version") > F.lit(version)), retired)
-        latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
+        scoped = changes.where(F.col("_commit_version") > F.lit(version))
+        revisited = raw_changes.revisited_records(scoped, retired)
+        latest = raw_changes.latest_changes(scoped, retired, revisited)
+        # Inserts alone are read again by each pass over them (as a first run reads raw), not held.
+        if not revisited.isEmpty():
+            latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
             resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(
@@ -179,7 +181,7 @@ def check_nothing_lost(
     version before the run wrote), only this run's: the rows the run added to the landing tables
     (their change feed) must be exactly those records, so a night's check reads the night's rows.
     """
-    counts = _row_counts(spark, config, (*SILVER_SCHEMAS, RAW_RECORDS))
+    counts = row_counts(spark, config, (*SILVER_SCHEMAS, RAW_RECORDS))
     run.counts.update(counts)
     retired_now = raw_changes.retired_so_far(spark, config)
     baseline = covered_versions(spark, config.table("offset_commits"), DECODE, config.cluster) or {}
@@ -194,8 +196,7 @@ def check_nothing_lost(
             f"raw records {raw_count}{kept_apart} != decoded {decoded_count} + quarantined {quarantined}"
         )
     if own_records is not None and landed_before is not None:
-        landed = [_added_since(spark, config, name, version) for name, version in landed_before.items()]
-        if (sum(count for count, _ in landed), sum(ids for _, ids in landed)) != own_records:
+        if _count_and_id_sum(_added_since(spark, config, landed_before)) != own_records:
             raise InvariantViolation(
                 f"the rows this run added to the silver tables and quarantine are not the {own_records[0]:,} raw "
                 "records it decoded: one landed twice or in two tables, or another nowhere"
@@ -210,28 +211,15 @@ def check_nothing_lost(
         )
 
 
-def _row_counts(spark: SparkSession, config: Config, names) -> dict[str, int]:
-    """The cluster's rows of each table, counted in one Spark job (a job per table costs a second each)."""
-    counted = functools.reduce(
-        DataFrame.unionByName,
-        [
-            cluster_rows(spark, config, name)
-            .groupBy()
-            .agg(F.count(F.lit(1)).alias("rows"))
-            .select(F.lit(name).alias("table"), "rows")
-            for name in names
-        ],
-    )
-    return {row["table"]: row["rows"] for row in counted.collect()}
-
-
-def _added_since(spark: SparkSession, config: Config, name: str, version: int) -> tuple[int, int]:
-    """Count and id sum of the cluster's rows inserted into a table after `version`."""
-    table = config.table(name)
-    now = current_version(spark, table)
-    if now <= version:
-        return 0, 0
-    changes = changes_since(spark, table, version, now).where(
-        (F.col("cluster") == F.lit(config.cluster)) & (F.col("_change_type") == F.lit(CHANGE_INSERT))
-    )
-    return _count_and_id_sum(changes)
+def _added_since(spark: SparkSession, config: Config, versions: dict[str, int]) -> DataFrame:
+    """The record ids of the cluster's rows inserted into each table after its version in `versions`."""
+    added = spark.createDataFrame([], "record_id string")
+    for name, version in versions.items():
+        table = config.table(name)
+        now = current_version(spark, table)
+        if now > version:
+            changes = changes_since(spark, table, version, now).where(
+                (F.col("cluster") == F.lit(config.cluster)) & (F.col("_change_type") == F.lit(CHANGE_INSERT))
+            )
+            added = added.unionByName(changes.select("record_id"))
+    return added

@@ -237,7 +237,8 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
         ).count()
         run.progress(STEP, f"rebuilding all {run.counts['groups_rebuilt']:,} groups of the cluster")
-        build_history(silver, topic_ids, settings, _cluster_store(spark, config, run, commit_note))
+        build_history(silver, topic_ids, settings, _cluster_store(spark, config, commit_note))
+        run.count_tables(HISTORY_TABLES)
         return
     names = materialized(epochs.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
     history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
@@ -263,27 +264,25 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         )
         for name in SETTLED_ROWS
     }
-    store = _groups_store(spark, config, run, commit_note, groups, count)
+    store = _groups_store(spark, config, commit_note, groups, count)
     build_history(
         silver, topic_ids, settings, store, groups=groups, topic_names=names, settled={"rebalances": settled, **kept}
     )
+    run.count_tables(HISTORY_TABLES)
 
 
-def _cluster_store(spark: SparkSession, config: Config, run: JobRun, commit_note: str) -> Materialize:
+def _cluster_store(spark: SparkSession, config: Config, commit_note: str) -> Materialize:
     """Replaces the cluster's rows of each table; returns them as read back (short lineage)."""
 
     def store(name: str, rows: DataFrame) -> DataFrame:
         location = table_location(spark, config.table(name))
         write_noted(gold_rows(name, rows), location, commit_note, cluster_predicate(config.cluster))
-        run.count_rows(name)
         return cluster_rows(spark, config, name)
 
     return store
 
 
-def _groups_store(
-    spark: SparkSession, config: Config, run: JobRun, commit_note: str, groups: DataFrame, count: int
-) -> Materialize:
+def _groups_store(spark: SparkSession, config: Config, commit_note: str, groups: DataFrame, count: int) -> Materialize:
     """Replaces the rows of `groups` in each table (the others stay); returns theirs as read back."""
     listed = count <= MAX_LISTED_GROUPS
     predicate = (
@@ -299,7 +298,6 @@ def _groups_store(
             kept = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_anti")
             rebuilt = materialized(kept.unionByName(rebuilt))
         write_noted(rebuilt, location, commit_note, predicate)
-        run.count_rows(name)
         return cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
 
     return store

@@ -102,8 +102,7 @@ def consumer_metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
         except ChangesUnavailable as error:
             run.progress("metrics", f"{error}: evaluating the cluster from scratch")
         else:
-            for name in METRICS_TABLES:
-                run.count_rows(name)
+            run.count_tables(METRICS_TABLES)
             return
     metrics_from_scratch(spark, config, run, versions)
 
@@ -126,7 +125,6 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         if name in TIME_COLUMNS:  # files by time: a night's replaceWhere and reads skip the older ones
             rows = rows.repartitionByRange(F.col(TIME_COLUMNS[name]))
         write_table(spark, config, name, rows, commit_note, "")
-        run.count_rows(name)
         return cluster_rows(spark, config, name)
 
     build_metrics(
@@ -137,3 +135,4 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         config.run_date,
         store,
     )
+    run.count_tables(METRICS_TABLES)
