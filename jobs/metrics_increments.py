@@ -56,6 +56,12 @@ from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 # tests shorten it to make the second case happen.
 SNAPSHOT_LOOKBACK = timedelta(days=1)
 UNCERTAIN_TIME_LAG = (lag.METHOD_LOWER_BOUND, lag.METHOD_TOO_FEW_POINTS)
+# What the night's changed commits are read for (where evaluations start, the days reached, the last
+# day): a night's worth of rows is held, so not the columns nothing reads.
+CHANGED_COMMIT_COLUMNS = (
+    *OFFSET_KEY, "source_partition", "source_offset", "record_at", "is_tombstone", "committed_offset",
+    "committed_at", "expires_at", "txn_state", "_change_type",
+)  # fmt: skip
 HISTORY_COLUMNS = {
     "generations": ("recorded_at", "state", "join_completed_at", "source_offset"),
     "rebalances": ("completed_at", "moved_partition_count"),
@@ -198,10 +204,14 @@ def continue_metrics(
     """One night from the covered versions to `versions` (see the module docstring). Raises
     ChangesUnavailable when an input's changes since then cannot be read: the caller starts over."""
     settings = config.gold_settings()
-    commits_changed = input_changes(
-        spark, config, "offset_commits", covered["offset_commits"], versions["offset_commits"],
-        cluster_rows(spark, config, "offset_commits").schema,
-    ).localCheckpoint()  # fmt: skip
+    commits_changed = (
+        input_changes(
+            spark, config, "offset_commits", covered["offset_commits"], versions["offset_commits"],
+            cluster_rows(spark, config, "offset_commits").schema,
+        )
+        .select(*CHANGED_COMMIT_COLUMNS)
+        .localCheckpoint()
+    )  # fmt: skip
     snapshots_changed = input_changes(
         spark, config, END_OFFSETS, covered[END_OFFSETS], versions[END_OFFSETS], ops.end_offsets_schema
     ).localCheckpoint()

@@ -100,7 +100,7 @@ def rows_since(
         return rows.limit(0)
     return (
         rows.where(timestamp_condition(at, since))
-        .join(starts.select(*keys, F.col(start).alias("_since")), on=list(keys), how="inner")
+        .join(F.broadcast(starts.select(*keys, F.col(start).alias("_since"))), on=list(keys), how="inner")
         .where(F.col(at) >= F.col("_since"))
         .drop("_since")
     )

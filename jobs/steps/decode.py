@@ -151,6 +151,9 @@ def _write_decoded(
             "share_group_state": silver.filter_share_group_state(others),
             "quarantine": silver.filter_quarantine(others),
         }
+        # Commits in files by time: the later steps read the commits from a time on, and Delta then skips
+        # every file that ends before it.
+        outputs["offset_commits"] = outputs["offset_commits"].repartitionByRange(F.col("record_at"))
         for name in tables:
             replace_where = cluster_predicate(config.cluster) if replace else None
             write_noted(outputs[name], table_location(spark, config.table(name)), commit_note, replace_where)

@@ -87,8 +87,13 @@ def build_history(
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
-        silver = {name: rows.join(groups, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
-        offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
+        # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time.
+        listed = F.broadcast(groups)
+        silver = {name: rows.join(listed, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
+    # The group records are few and each is read by many plans below: held once, not listed and scanned
+    # from Delta by each.
+    silver = {name: materialized(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
+    offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
         epochs.consumer_group_generations(group_records, names)
     )

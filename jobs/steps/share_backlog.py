@@ -99,8 +99,11 @@ def share_backlog(spark: SparkSession, config: Config, run: JobRun) -> None:
     else (first run, --full, changes gone) from scratch. Nothing to do for a cluster with no share state."""
     inputs = _inputs(spark, config)
     exists = spark.catalog.tableExists(config.table(NOTE_TABLE))
-    if not exists and inputs["share_group_state"].isEmpty():
-        return
+    if inputs["share_group_state"].isEmpty() and not any(
+        spark.catalog.tableExists(config.table(name)) and not cluster_rows(spark, config, name).isEmpty()
+        for name in SHARE_SCHEMAS
+    ):
+        return  # no share state and no rows: the tables (if any) hold what they would be rebuilt to, nothing
     versions = {
         name: current_version(spark, config.table(name)) if spark.catalog.tableExists(config.table(name)) else -1
         for name in INPUTS

@@ -207,7 +207,8 @@ def last_activity_day(generations: DataFrame, offset_commits: DataFrame) -> Data
 
 
 def _from_since(rows: DataFrame, since: DataFrame, at: str) -> DataFrame:
-    return rows.join(since, on=list(GROUP), how="inner").where(F.col(at) >= F.col("_since")).drop("_since")
+    # One row per group, next to the rows of all of them: broadcast, not a shuffle of the commits.
+    return rows.join(F.broadcast(since), on=list(GROUP), how="inner").where(F.col(at) >= F.col("_since")).drop("_since")
 
 
 def _activity_times(commits: DataFrame, group_records: DataFrame) -> DataFrame:

@@ -110,8 +110,9 @@ def records_to_evaluate(
     that lag and consumer_status read, txn_state null): continue, the carried ones before start_at and
     `recent_commits` (silver rows, at least those from the earliest such start on) from start_at on;
     whole, every one of `whole_commits` (silver rows, at least those of such group partitions)."""
-    continuing = starts.where(F.col("how") == F.lit(CONTINUE)).select(*OFFSET_KEY, "start_at")
-    whole = starts.where(F.col("how") == F.lit(WHOLE)).select(*OFFSET_KEY)
+    # One row per group partition evaluated, next to every record read: broadcast, not a shuffle of them.
+    continuing = F.broadcast(starts.where(F.col("how") == F.lit(CONTINUE)).select(*OFFSET_KEY, "start_at"))
+    whole = F.broadcast(starts.where(F.col("how") == F.lit(WHOLE)).select(*OFFSET_KEY))
     at = _record_time(F.col("record_at"))
     carried = carry.join(continuing, on=list(OFFSET_KEY), how="inner").where(at < F.col("start_at"))
     recent = (
