@@ -37,12 +37,19 @@ def test_maintenance_compacts_vacuums_and_forgets_old_raw_records_of_its_cluster
     config = replace(spark_config, cluster="maintenance", segment_paths=tuple(map(str, PARTITIONS)))
     other = replace(spark_config, cluster="maintenance-other", segment_paths=tuple(map(str, PARTITIONS)))
     # Two ingests, part of the segments then all, leave raw records in several files; read in small
-    # splits, as a large run reads them, they leave the decoded tables in several files too.
+    # splits and written in small ranges, as a large run reads and writes them, they leave the decoded
+    # tables in several files too.
     with JobRun(spark, config, "ingest") as run:
         ingest(spark, replace(config, segment_paths=tuple(map(str, PARTITIONS[:4]))), run)
     assert run.exit_code == 0
-    split_bytes = spark.conf.get("spark.sql.files.maxPartitionBytes")
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+    small = {
+        "spark.sql.files.maxPartitionBytes": "16k",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    }
+    before = {name: spark.conf.get(name) for name in small}
+    for name, value in small.items():
+        spark.conf.set(name, value)
     try:
         for cluster_config, stages in ((config, (ingest, decode)), (other, (ingest,))):
             with JobRun(spark, cluster_config, "nightly") as run:
@@ -50,7 +57,8 @@ def test_maintenance_compacts_vacuums_and_forgets_old_raw_records_of_its_cluster
                     stage(spark, cluster_config, run)
             assert run.exit_code == 0
     finally:
-        spark.conf.set("spark.sql.files.maxPartitionBytes", split_bytes)
+        for name, value in before.items():
+            spark.conf.set(name, value)
     assert len(cluster_files(spark, config, "offset_commits")) >= 2
     decoded = {table: rows(spark, config, table) for table in DECODED_TABLES}
     raw = spark.table(config.table("raw_records")).where(F.col("cluster") == config.cluster)
