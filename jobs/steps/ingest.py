@@ -116,13 +116,25 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
         rows = one_copy_per_record(rows)
         merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
     elif plan.has_pending:
-        known = {
-            read.path: read.known_through for reads in plan.partitions for read in reads if read.known_through >= 0
-        }
-        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=True, known_through=known)
+        # Only a partition holding a pending transaction can resolve a record the table holds: its rows are
+        # merged, the other partitions' appended (a merge reads its source twice and joins it with the
+        # table). Two commits, each with all of its partitions' rows: a run killed between them leaves
+        # each file's rows whole in or out, and the next run reads on from what the table holds.
+        waiting = [reads for reads in plan.partitions if _holds_pending(reads)]
+        others = [reads for reads in plan.partitions if not _holds_pending(reads)]
+        known = {read.path: read.known_through for reads in waiting for read in reads if read.known_through >= 0}
+        resolving = read_partition_directories(spark, waiting, config.cluster, run.run_id)
+        merge_raw_rows(spark, table, resolving, config.cluster, only_pending_matches=True, known_through=known)
+        if others:
+            appended = read_partition_directories(spark, others, config.cluster, run.run_id)
+            appended.write.format("delta").mode("append").save(table_location(spark, table))
     else:
         rows.write.format("delta").mode("append").save(table_location(spark, table))
     return run.count_rows(RAW_RECORDS)
+
+
+def _holds_pending(reads: Sequence[FileRead]) -> bool:
+    return any(read.pending_from is not None for read in reads)
 
 
 def one_copy_per_record(rows: DataFrame) -> DataFrame:
