@@ -1,8 +1,8 @@
 """Where each segment file is read from: only what raw_records does not hold yet.
 
 What a file has given is read from raw_records itself (each record says which file and batch
-position it came from), so it is exactly as current as the table: a run killed after its commit is
-seen whole, one killed before it not at all, and there is no side state to fall out of step.
+position it came from), as of the table's current version (jobs/file_states.py keeps it up to date
+from the table's changes): a run killed after its commit is seen whole, one killed before it not at all.
 
 Per file, the last batch ingested (its position and base offset) and the first batch still pending
 (an open transaction, whose marker a later run must see together with it). A broker only appends to
@@ -26,7 +26,6 @@ from jobs.config import Config
 from jobs.segment_files import read_file_range, segment_base_offset
 from jobs.tables import RAW_RECORDS, cluster_rows
 from transforms.bronze import SOURCE_KIND_SEGMENT
-from transforms.decoder.log_transactions import TXN_PENDING
 from transforms.decoder.record_batches import topic_partition_from_path
 
 _BATCH_HEAD = struct.Struct(">qi")  # baseOffset, batchLength: the same in every magic
@@ -83,27 +82,6 @@ def holds_other_sources(spark: SparkSession, config: Config) -> bool:
         return False
     other = cluster_rows(spark, config, RAW_RECORDS).where(F.col("source_kind") != F.lit(SOURCE_KIND_SEGMENT))
     return not other.isEmpty()
-
-
-def file_states(spark: SparkSession, config: Config) -> dict[str, FileState]:
-    """What raw_records holds from each segment file of the cluster."""
-    if not spark.catalog.tableExists(config.table(RAW_RECORDS)):
-        return {}
-    position, is_readable = F.col("batch_position"), F.col("read_error").isNull()
-    rows = (
-        cluster_rows(spark, config, RAW_RECORDS)
-        .where((F.col("source_kind") == F.lit(SOURCE_KIND_SEGMENT)) & position.isNotNull())
-        .groupBy("source_file")
-        .agg(
-            F.max(position).alias("last_batch_position"),
-            F.max_by("batch_base_offset", position).alias("last_batch_base_offset"),
-            F.max_by(is_readable, position).alias("is_last_batch_readable"),
-            F.min(F.when(F.col("txn_state") == F.lit(TXN_PENDING), position)).alias("first_pending_position"),
-            F.max("source_offset").alias("max_offset"),
-        )
-        .collect()
-    )
-    return {row["source_file"]: FileState(*row[1:]) for row in rows}
 
 
 def _has_more(path: str, state: FileState) -> bool | None:

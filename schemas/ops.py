@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
     DateType,
     DoubleType,
     IntegerType,
@@ -59,5 +60,19 @@ topic_ids_schema = StructType(
         column("topic_id", StringType(), False),  # Kafka's base64 Uuid form, as in consumer_group_records
         column("topic", StringType(), False),
         column("source", StringType(), False),
+    ]
+)
+
+# ops: what raw_records holds from one segment file of one cluster (jobs.ingest_plan.FileState), as of
+# the raw_records version its commit's note names; kept by jobs/file_states.py.
+file_states_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("source_file", StringType(), False),
+        column("last_batch_position", LongType()),
+        column("last_batch_base_offset", LongType()),
+        column("is_last_batch_readable", BooleanType()),
+        column("first_pending_position", LongType()),
+        column("max_offset", LongType()),
     ]
 )

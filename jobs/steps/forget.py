@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
+from jobs.file_states import file_states
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file
 from jobs.steps.decode import decode
@@ -49,6 +50,7 @@ def forget(
             f"no raw record of cluster {config.cluster!r} came from {', '.join([*source_files, *capture_runs])}"
             " (raw_records.source_file and capture_run_id name what was read); bringing the tables up to date",
         )
+    file_states(spark, config)  # what raw_records holds of each file, as the next ingest reads on from it
     for stage, step in (("decode", decode), ("history", history), ("metrics", metrics)):
         run.progress(stage)
         step(spark, config, run)

@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
-from jobs.ingest_plan import FileRead, ReadPlan, file_states, holds_other_sources, plan_reads
+from jobs.file_states import file_states
+from jobs.ingest_plan import FileRead, ReadPlan, holds_other_sources, plan_reads
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
 from jobs.tables import RAW_RECORDS, ensure_table, sql_string_literal, table_location
@@ -101,20 +102,28 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
     table = config.table(RAW_RECORDS)
     ensure_table(spark, table, raw_records_schema, partition_by=("cluster",), change_feed=True)
     partitions = [[as_source_file(file) for file in files] for files in discover_partitions(config.segment_paths)]
-    states = file_states(spark, config)
-    plan = plan_reads(partitions, states)
+    known = file_states(spark, config)
+    plan = plan_reads(partitions, known.states)
     if partitions:
-        run.progress("ingest", plan.summary())
+        run.progress("ingest", f"{plan.summary()}; what raw_records holds of each file: {known.how}")
     rows = read_inputs(spark, config, run.run_id, plan)
     run.inputs = [*config.segment_paths, *config.raw_table_paths]
-    if rows is None:
-        return run.count_rows(RAW_RECORDS)
+    computed = known.computed
+    if rows is not None:
+        add_rows(spark, config, rows, plan, run.run_id)
+        computed += file_states(spark, config).computed  # noted as the table now stands: the next run's start
+    run.counts["ingest_file_states_computed"] = computed
+    return run.count_rows(RAW_RECORDS)
+
+
+def add_rows(spark: SparkSession, config: Config, rows: DataFrame, plan: ReadPlan, run_id: str) -> None:
+    """Adds to raw_records the records of `rows` it does not hold, and the resolved state of pending ones."""
+    table = config.table(RAW_RECORDS)
     # Two copies of one record (a backup and the live log, a file read again) are one record. Finding
     # them joins the rows with the whole table, so it is done only where copies can exist; otherwise
     # the only records held already are pending ones whose transaction has resolved, or none.
     if plan.repeats_records or inputs_may_repeat_records(config) or holds_other_sources(spark, config):
-        rows = one_copy_per_record(rows)
-        merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
+        merge_raw_rows(spark, table, one_copy_per_record(rows), config.cluster, only_pending_matches=False)
     elif plan.has_pending:
         # Only a partition holding a pending transaction can resolve a record the table holds: its rows are
         # merged, the other partitions' appended (a merge reads its source twice and joins it with the
@@ -123,14 +132,13 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
         waiting = [reads for reads in plan.partitions if _holds_pending(reads)]
         others = [reads for reads in plan.partitions if not _holds_pending(reads)]
         known = {read.path: read.known_through for reads in waiting for read in reads if read.known_through >= 0}
-        resolving = read_partition_directories(spark, waiting, config.cluster, run.run_id)
+        resolving = read_partition_directories(spark, waiting, config.cluster, run_id)
         merge_raw_rows(spark, table, resolving, config.cluster, only_pending_matches=True, known_through=known)
         if others:
-            appended = read_partition_directories(spark, others, config.cluster, run.run_id)
+            appended = read_partition_directories(spark, others, config.cluster, run_id)
             appended.write.format("delta").mode("append").save(table_location(spark, table))
     else:
         rows.write.format("delta").mode("append").save(table_location(spark, table))
-    return run.count_rows(RAW_RECORDS)
 
 
 def _holds_pending(reads: Sequence[FileRead]) -> bool:

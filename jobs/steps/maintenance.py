@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable, is_connect
+from jobs.file_states import file_states
 from jobs.raw_changes import retire
 from jobs.runs import JobRun
 from jobs.tables import RAW_RECORDS, database_tables, sql_string_literal
@@ -33,6 +34,7 @@ def maintenance(spark: SparkSession, config: Config, run: JobRun) -> None:
         cutoff = datetime.now(UTC) - timedelta(days=raw_retention_days)
         # Silver and gold keep what was derived from the deleted records: the history outlives raw.
         run.counts["raw_records_deleted"] = retire(spark, config, F.col("record_at") < F.lit(cutoff))
+        file_states(spark, config)  # what raw_records holds of each file, as the next ingest reads on from it
         run.count_rows(RAW_RECORDS)
     for table in _tables(spark, config):
         delta = DeltaTable.forName(spark, table)
