@@ -125,22 +125,28 @@ def _brought_up_to_date(
         return states, 0
     changes = _segment_rows(changes_since(spark, config.table(RAW_RECORDS), version, now), config)
     is_insert = F.col("_change_type") == F.lit(CHANGE_INSERT)
+    inserted = changes.withColumn("batch_position", F.when(is_insert, F.col("batch_position")))
+    # One pass over the changes: each file's state from its inserted rows (used only when every change
+    # of the file is an insert) and whether any of its rows changed otherwise.
     changed = (
-        changes.groupBy("source_file")
+        inserted.groupBy("source_file")
         .agg(
+            *_state_aggregates(),
+            F.min("batch_position").alias("first_inserted_position"),
             F.max(~is_insert).alias("has_other_changes"),
-            F.min(F.when(is_insert, F.col("batch_position"))).alias("first_inserted_position"),
         )
         .collect()
     )
-    appended = _states_of(changes.where(is_insert))
     computed_again = []
     for row in changed:
         path, before = row["source_file"], states.get(row["source_file"])
-        if before is None and not row["has_other_changes"]:
-            states[path] = appended[path]
-        elif before is not None and not row["has_other_changes"] and _only_after(before, row):
-            states[path] = _combined(before, appended[path])
+        appended = FileState(*(row[name] for name in STATE_COLUMNS))
+        if row["has_other_changes"]:
+            computed_again.append(path)
+        elif before is None:
+            states[path] = appended
+        elif _first_inserted_after(before, row):
+            states[path] = _combined(before, appended)
         else:
             computed_again.append(path)
     if computed_again:
@@ -150,7 +156,8 @@ def _brought_up_to_date(
     return states, len(computed_again)
 
 
-def _only_after(before: FileState, change) -> bool:
+def _first_inserted_after(before: FileState, change) -> bool:
+    """Whether the file only gained batches after its last one: how a log grows (else: a torn batch read again)."""
     return change["first_inserted_position"] > before.last_batch_position
 
 
