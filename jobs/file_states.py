@@ -88,39 +88,46 @@ class KnownFiles:
     states: dict[str, FileState]
     computed: int  # files whose state this call computed from raw_records' rows (not carried)
     how: str  # for the run's progress line
+    version: int | None = None  # the raw_records version the states describe, as noted
 
 
-def file_states(spark: SparkSession, config: Config) -> KnownFiles:
-    """What raw_records holds now from each segment file of the cluster, noted in `ingest_file_states`."""
+def file_states(spark: SparkSession, config: Config, known: KnownFiles | None = None) -> KnownFiles:
+    """What raw_records holds now from each segment file of the cluster, noted in `ingest_file_states`.
+    `known`: what this run's earlier call returned (noted since), so the table need not be read again."""
     raw = config.table(RAW_RECORDS)
     if not spark.catalog.tableExists(raw):
         return KnownFiles({}, 0, "no raw_records yet")
     now = current_version(spark, raw)
-    covered = covered_versions(spark, config.table(FILE_STATES), STEP, config.cluster)
-    version = None if covered is None else covered.get(RAW_RECORDS)
+    if known is not None and known.version is not None:
+        version, held = known.version, dict(known.states)
+    else:
+        covered = covered_versions(spark, config.table(FILE_STATES), STEP, config.cluster)
+        version, held = (None if covered is None else covered.get(RAW_RECORDS)), None
     how = "computed from all of raw_records (none noted for its current version)"
     if version is not None and version <= now:
         try:
-            states, computed = _brought_up_to_date(spark, config, version, now)
+            states, computed = _brought_up_to_date(spark, config, version, now, held)
         except ChangesUnavailable as unavailable:
             how = f"computed from all of raw_records ({unavailable})"
         else:
             if version < now:
                 _write(spark, config, states, note(STEP, config.cluster, {RAW_RECORDS: now}))
             how = f"carried from raw_records version {version}, {computed} file(s) computed again"
-            return KnownFiles(states, computed, how)
+            return KnownFiles(states, computed, how, now)
     states = states_computed_at(spark, config, now)
     _write(spark, config, states, note(STEP, config.cluster, {RAW_RECORDS: now}))
-    return KnownFiles(states, len(states), how)
+    return KnownFiles(states, len(states), how, now)
 
 
 def _brought_up_to_date(
-    spark: SparkSession, config: Config, version: int, now: int
+    spark: SparkSession, config: Config, version: int, now: int, held: dict[str, FileState] | None
 ) -> tuple[dict[str, FileState], int]:
-    """The noted states at `version` + raw_records' changes up to `now`, and how many files' states were
-    computed again from the table (raises ChangesUnavailable)."""
-    held = spark.table(config.table(FILE_STATES)).where(F.col("cluster") == F.lit(config.cluster)).collect()
-    states = {row["source_file"]: FileState(*(row[name] for name in STATE_COLUMNS)) for row in held}
+    """The states at `version` (`held`, else as the table holds them) + raw_records' changes up to `now`,
+    and how many files' states were computed again from the table (raises ChangesUnavailable)."""
+    if held is None:
+        rows = spark.table(config.table(FILE_STATES)).where(F.col("cluster") == F.lit(config.cluster)).collect()
+        held = {row["source_file"]: FileState(*(row[name] for name in STATE_COLUMNS)) for row in rows}
+    states = held
     if version == now:
         return states, 0
     changes = _segment_rows(changes_since(spark, config.table(RAW_RECORDS), version, now), config)

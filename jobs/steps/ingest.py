@@ -111,7 +111,7 @@ def ingest(spark: SparkSession, config: Config, run: JobRun) -> int:
     computed = known.computed
     if rows is not None:
         add_rows(spark, config, rows, plan, run.run_id)
-        computed += file_states(spark, config).computed  # noted as the table now stands: the next run's start
+        computed += file_states(spark, config, known).computed  # noted as the table now stands: the next run's start
     run.counts["ingest_file_states_computed"] = computed
     return run.count_rows(RAW_RECORDS)
 
