@@ -116,7 +116,7 @@ def file_states(spark: SparkSession, config: Config, known: KnownFiles | None = 
             return KnownFiles(states, computed, how, now)
     states = states_computed_at(spark, config, now)
     _write(spark, config, states, note(STEP, config.cluster, {RAW_RECORDS: now}))
-    return KnownFiles(states, len(states), how, now)
+    return KnownFiles(states, len(states), how if states else "no segment file read yet", now)
 
 
 def _brought_up_to_date(
