@@ -45,6 +45,7 @@ from jobs.watermarks import (
 from schemas import gold, ops
 from transforms.gold import (
     assignment_math,
+    departures,
     epochs,
     frequency,
     generations,
@@ -111,11 +112,13 @@ def build_history(
         to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
         commits = _commits_read_by(to_compute, commits)
     changes = materialized(assignment_math.partition_changes(to_compute, assignments))
+    # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
+    commit_times = materialized(departures.commit_times_read_by(to_compute, assignments, commits))
     computed = rebalances.rebalances(
         to_compute,
         changes,
         assignments,
-        commits,
+        commit_times,
         epochs.share_member_records(group_records),
         streams_members.standby_task_moves(framed, members),
         departure_slack_ms=settings.departure_slack_ms,

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from tests.gold_rows import at, commit, commits, group_tables, map_text
 from tests.gold_rows import group_record as record
-from transforms.gold import assignment_math, frequency, generations, offsets, rebalances
+from transforms.gold import assignment_math, departures, frequency, generations, offsets, rebalances
 
 BOTH = ["orders", "stock"]
 CRASH = {  # assignor -> (generation 1 with C1-C3, generation 2 after C3 crashed)
@@ -85,21 +85,23 @@ COMMITS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def rebalanced(spark):
+def framed_history(spark):
+    """(framed rebalances, partition changes, assignments) of HISTORY."""
     gens = generations.classic_generations(*group_tables(spark, HISTORY)).localCheckpoint()
     assignments = generations.explode_generation_assignments(gens).localCheckpoint()
     framed = rebalances.logical_rebalances(gens, assignments, round_gap_fallback_ms=300_000).localCheckpoint()
-    changes = assignment_math.partition_changes(framed, assignments).localCheckpoint()
-    counted = offsets.filter_uncounted_commits(commits(spark, COMMITS))
+    return framed, assignment_math.partition_changes(framed, assignments).localCheckpoint(), assignments
+
+
+def rebalance_rows(spark, framed, changes, assignments, counted_commits):
     no_share_members = spark.createDataFrame(
         [], "cluster string, group_id string, member_id string, record_at timestamp"
     )
-    rows = rebalances.rebalances(
+    return rebalances.rebalances(
         framed,
         changes,
         assignments,
-        counted,
+        counted_commits,
         no_share_members,
         spark.createDataFrame(
             [], "cluster string, group_id string, incarnation int, generation int, moved_standby_task_count int"
@@ -107,7 +109,14 @@ def rebalanced(spark):
         departure_slack_ms=30_000,
         default_session_timeout_ms=45_000,
         default_heartbeat_interval_ms=5_000,
-    ).localCheckpoint()
+    )
+
+
+@pytest.fixture(scope="module")
+def rebalanced(spark):
+    framed, changes, assignments = framed_history(spark)
+    counted = offsets.filter_uncounted_commits(commits(spark, COMMITS))
+    rows = rebalance_rows(spark, framed, changes, assignments, counted).localCheckpoint()
     return rows, rebalances.partition_movements(framed, changes).localCheckpoint()
 
 
@@ -227,3 +236,29 @@ def test_commit_times_around_probes_give_the_lookups_every_commit_gives(spark):
     kept = sorted(candidates.select((F.unix_seconds("record_at") - F.unix_seconds(F.lit(at(0)))).alias("s")).collect())
     # Minute 0 holds probe times: every commit. Minute 2 does not: its first and last only.
     assert [row.s for row in kept] == [5, 20, 40, 55, 90, 130, 170, 190, 230]
+
+
+def test_rebalances_read_from_the_commit_times_they_can_read_equal_those_read_from_every_commit(spark):
+    framed, changes, assignments = framed_history(spark)
+    # Every 3 s for 7 minutes on partitions that leavers owned (life, the crashes) and of an eager group
+    # with pauses (life): most minutes hold no probe, so only their first and last commit are kept.
+    dense = [
+        commit(1000 + index, seconds, group, topic, partition, index)
+        for index, (seconds, group, topic, partition) in enumerate(
+            (seconds, *place)
+            for seconds in range(0, 420, 3)
+            for place in (("life", "orders", 0), ("life", "orders", 1), ("range", "orders", 5), ("range", "stock", 4))
+        )
+    ]
+    counted = offsets.filter_uncounted_commits(commits(spark, COMMITS + dense)).localCheckpoint()
+    times = departures.commit_times_read_by(framed, assignments, counted).localCheckpoint()
+
+    assert times.count() < counted.count() / 2
+    from_times = rebalance_rows(spark, framed, changes, assignments, times)
+    from_every_commit = rebalance_rows(spark, framed, changes, assignments, counted)
+    assert from_every_commit.where(F.col("estimated_pause_ms").isNotNull()).count() > 0
+    assert from_every_commit.where(F.size("members_left") > 0).count() > 0
+    def comparable(rows):  # a map column cannot be sorted by
+        return rows.withColumn("skew_by_topic", map_text(F.col("skew_by_topic")))
+
+    assert_df_equality(comparable(from_times), comparable(from_every_commit), ignore_row_order=True)

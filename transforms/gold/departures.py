@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from transforms.gold.generations import GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
+from transforms.gold.generations import GROUP, GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
 from transforms.gold.offsets import OFFSET_KEY
 from transforms.gold.timeline import earliest_after, latest_at_or_before
 
@@ -45,6 +45,7 @@ PROTOCOL_EAGER = "eager"
 
 
 MINUTE_MS = 60_000
+PAUSE_PROBE_TIMES = ("join_completed_at", "recorded_at")
 
 
 def commit_times_around(
@@ -79,6 +80,80 @@ def commit_times_around(
     )
 
 
+def _leavers(rebalances: DataFrame) -> DataFrame:
+    """framed rebalances -> one row per member that left, with its member_key."""
+    is_share = F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)
+    return rebalances.select(
+        *REBALANCE,
+        "before_generation",
+        "join_completed_at",
+        F.when(~is_share, F.col("before_last_recorded_at")).alias("before_last_recorded_at"),
+        is_share.alias("is_share"),
+        F.explode("left_members").alias("m"),
+    ).withColumn("member_key", member_key(F.col("m")))
+
+
+def _leaver_probes(left: DataFrame, assignments: DataFrame) -> DataFrame:
+    """Each leaver's partitions of the generation it left, probed at the join: its last commit of each."""
+    owned = assignments.select(
+        *INCARNATION, F.col("generation").alias("before_generation"), "member_key", "topic", "partition"
+    )
+    return left.select(*REBALANCE, "before_generation", "member_key", "join_completed_at").join(
+        owned, on=[*INCARNATION, "before_generation", "member_key"], how="inner"
+    )
+
+
+def _pause_probes(rebalances: DataFrame) -> DataFrame:
+    """Eager rebalances, probed at the join (the group's last commit) and completion (its first after)."""
+    return rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
+        *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
+    )
+
+
+def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits: DataFrame) -> DataFrame:
+    """framed rebalances + assignments + counted commits -> (OFFSET_KEY, record_at): the commit times that
+    `members_left` and `pause_estimates` of these rebalances can land on, found in one pass over the
+    commits (each reads them twice, see commit_times_around; here they read these few rows instead).
+
+    Per group partition and minute: the first and last commit, and every commit of a minute that a
+    leaver's partition is probed in or that its group is probed in by a pause. commit_times_around over
+    these rows gives what it gives over all commits, at either level: a group's minute ends are the ends
+    of its partitions' ones, and a group-probed minute keeps every commit of each of its partitions.
+    """
+    minute = F.floor(F.unix_millis("record_at") / F.lit(MINUTE_MS))
+    leaver_minutes = _leaver_probes(_leavers(rebalances), assignments).select(
+        *OFFSET_KEY, F.floor(F.unix_millis("join_completed_at") / F.lit(MINUTE_MS)).alias("minute")
+    )
+    pauses = _pause_probes(rebalances)
+    group_minutes = functools.reduce(
+        DataFrame.unionByName,
+        [
+            pauses.select(*GROUP, F.floor(F.unix_millis(at) / F.lit(MINUTE_MS)).alias("minute"))
+            for at in PAUSE_PROBE_TIMES
+        ],
+    )
+    probed_groups = F.broadcast(rebalances.select(*GROUP).distinct())
+    flag = {"is_probed": F.lit(True)}
+    per_minute = (
+        commits.join(probed_groups, on=list(GROUP), how="left_semi")
+        .select(*OFFSET_KEY, "record_at", minute.alias("minute"))
+        .join(F.broadcast(leaver_minutes.distinct().withColumns(flag)), on=[*OFFSET_KEY, "minute"], how="left")
+        .join(
+            F.broadcast(group_minutes.distinct().withColumns({"is_group_probed": F.lit(True)})),
+            on=[*GROUP, "minute"],
+            how="left",
+        )
+        .groupBy(*OFFSET_KEY, "minute")
+        .agg(
+            F.min("record_at").alias("first_at"),
+            F.max("record_at").alias("last_at"),
+            F.collect_list(F.when(F.col("is_probed") | F.col("is_group_probed"), F.col("record_at"))).alias("probed"),
+        )
+    )
+    times = F.array_distinct(F.concat(F.array("first_at", "last_at"), "probed"))
+    return per_minute.select(*OFFSET_KEY, F.explode(times).alias("record_at"))
+
+
 def members_left(
     rebalances: DataFrame,
     assignments: DataFrame,
@@ -90,15 +165,7 @@ def members_left(
 ) -> DataFrame:
     """framed rebalances (left_members, before_generation, ...) + share members' own records (cluster,
     group_id, member_id, record_at) -> (rebalance, members_left: DEPARTUREs)."""
-    is_share = F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)
-    left = rebalances.select(
-        *REBALANCE,
-        "before_generation",
-        "join_completed_at",
-        F.when(~is_share, F.col("before_last_recorded_at")).alias("before_last_recorded_at"),
-        is_share.alias("is_share"),
-        F.explode("left_members").alias("m"),
-    ).withColumn("member_key", member_key(F.col("m")))
+    left = _leavers(rebalances)
     own_records = share_member_records.select(
         "cluster", "group_id", F.col("member_id").alias("own_member_id"), F.col("record_at").alias("own_record_at")
     )
@@ -110,12 +177,7 @@ def members_left(
         .groupBy(*REBALANCE, "member_key")
         .agg(F.max("own_record_at").alias("last_own_record_at"))
     )
-    owned = assignments.select(
-        *INCARNATION, F.col("generation").alias("before_generation"), "member_key", "topic", "partition"
-    )
-    probes = left.select(*REBALANCE, "before_generation", "member_key", "join_completed_at").join(
-        owned, on=[*INCARNATION, "before_generation", "member_key"], how="inner"
-    )
+    probes = _leaver_probes(left, assignments)
     last_commits = (
         latest_at_or_before(
             probes,
@@ -157,10 +219,8 @@ def members_left(
 
 def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
     """framed eager rebalances with commits around them -> (rebalance, estimated_pause_ms, method)."""
-    probes = rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
-        *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
-    )
-    group_commits = commit_times_around(commits, probes, ("cluster", "group_id"), ["join_completed_at", "recorded_at"])
+    probes = _pause_probes(rebalances)
+    group_commits = commit_times_around(commits, probes, GROUP, PAUSE_PROBE_TIMES)
     around = earliest_after(
         latest_at_or_before(
             probes, group_commits, ("cluster", "group_id"), "join_completed_at", "record_at", "last_before"

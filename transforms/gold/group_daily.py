@@ -48,26 +48,31 @@ def _days(activity: DataFrame, as_of: date | None) -> DataFrame:
     )
 
 
-def _last_commit_candidates(commits: DataFrame) -> DataFrame:
+def _commit_days(commits: DataFrame) -> DataFrame:
+    """(group, day, commit_count, first_at, last_at): each group's commits summed up per day. Every use of
+    the commits below reads this one frame, so Spark scans them once (the plans share its exchange)."""
+    return commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
+        F.count(F.lit(1)).alias("commit_count"),
+        F.min("record_at").alias("first_at"),
+        F.max("record_at").alias("last_at"),
+    )
+
+
+def _last_commit_candidates(commit_days: DataFrame) -> DataFrame:
     """(group, record_at): each day's last commit time, and its first when that is exactly midnight.
 
     The latest commit at or before a day's end (the next midnight) is one of these: the last of some
     day up to that one, or a commit at the very midnight that ends it. A few rows per group and day
     stand in for every commit time in the as-of lookup.
     """
-    per_day = commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
-        F.max("record_at").alias("last_at"), F.min("record_at").alias("first_at")
-    )
-    at_midnight = per_day.where(F.col("first_at") == F.col("day").cast("timestamp"))
-    return per_day.select(*GROUP, F.col("last_at").alias("record_at")).unionByName(
+    at_midnight = commit_days.where(F.col("first_at") == F.col("day").cast("timestamp"))
+    return commit_days.select(*GROUP, F.col("last_at").alias("record_at")).unionByName(
         at_midnight.select(*GROUP, F.col("first_at").alias("record_at"))
     )
 
 
-def _activity(commits: DataFrame, rebalances: DataFrame) -> DataFrame:
-    per_day_commits = commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
-        F.count(F.lit(1)).alias("commit_count")
-    )
+def _activity(commit_days: DataFrame, rebalances: DataFrame) -> DataFrame:
+    per_day_commits = commit_days.select(*GROUP_DAY, "commit_count")
     per_day_rebalances = rebalances.groupBy(*GROUP, F.to_date("completed_at").alias("day")).agg(
         F.count(F.lit(1)).cast("int").alias("rebalance_count"),
         F.sum("moved_partition_count").cast("int").alias("moved_partition_count"),
@@ -129,12 +134,12 @@ def group_daily(
     expiry_warning_hours: int,
 ) -> DataFrame:
     """gold generations, rebalances, lag, group_status + silver offset_commits -> gold `group_daily`."""
-    commits = filter_uncounted_commits(offset_commits)
+    commit_days = _commit_days(filter_uncounted_commits(offset_commits))
     group_records = generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset")
-    days = _days(_activity_times(commits, group_records), as_of).withColumn(CARRIED, _no_carry())
+    days = _days(_activity_times(commit_days, group_records), as_of).withColumn(CARRIED, _no_carry())
     return _daily_rows(
         days,
-        commits,
+        commit_days,
         group_records,
         rebalances,
         lag_rows,
@@ -164,11 +169,13 @@ def group_daily_since(
     before from_day, and its rows start at its first activity). The other inputs need hold only their
     rows from each group's from_day on (earlier ones are left out here)."""
     since = starts.select(*GROUP, F.col("from_day").cast("timestamp").alias("_since"))
-    commits = _from_since(filter_uncounted_commits(offset_commits), since, "record_at")
+    commit_days = _commit_days(_from_since(filter_uncounted_commits(offset_commits), since, "record_at"))
     group_records = _from_since(
         generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset"), since, "recorded_at"
     )
-    first_days = _activity_times(commits, group_records).groupBy(*GROUP).agg(F.min(F.to_date("at")).alias("first_day"))
+    first_days = (
+        _activity_times(commit_days, group_records).groupBy(*GROUP).agg(F.min(F.to_date("at")).alias("first_day"))
+    )
     has_carry = F.col(CARRIED).isNotNull()
     # greatest() skips nulls: a group with neither a row before from_day nor any activity left from it on
     # (all of its records forgotten) must get no rows, not rows from from_day.
@@ -187,7 +194,7 @@ def group_daily_since(
     )
     return _daily_rows(
         days,
-        commits,
+        commit_days,
         group_records,
         rebalances,
         lag_rows,
@@ -201,9 +208,9 @@ def group_daily_since(
 def last_activity_day(generations: DataFrame, offset_commits: DataFrame) -> DataFrame:
     """One row (last_day): the last day any group has activity, the day `group_daily` rows reach when no
     evaluation day is given (null without activity)."""
-    commits = filter_uncounted_commits(offset_commits)
+    commit_days = _commit_days(filter_uncounted_commits(offset_commits))
     group_records = generations.select(*GROUP, "recorded_at")
-    return _activity_times(commits, group_records).agg(F.max(F.to_date("at")).alias("last_day"))
+    return _activity_times(commit_days, group_records).agg(F.max(F.to_date("at")).alias("last_day"))
 
 
 def _from_since(rows: DataFrame, since: DataFrame, at: str) -> DataFrame:
@@ -211,15 +218,17 @@ def _from_since(rows: DataFrame, since: DataFrame, at: str) -> DataFrame:
     return rows.join(F.broadcast(since), on=list(GROUP), how="inner").where(F.col(at) >= F.col("_since")).drop("_since")
 
 
-def _activity_times(commits: DataFrame, group_records: DataFrame) -> DataFrame:
-    return commits.select(*GROUP, F.col("record_at").alias("at")).unionByName(
+def _activity_times(commit_days: DataFrame, group_records: DataFrame) -> DataFrame:
+    """(group, at): times of activity, a commit day's first commit standing for the day's others (only
+    the days of activity are read)."""
+    return commit_days.select(*GROUP, F.col("first_at").alias("at")).unionByName(
         group_records.select(*GROUP, F.col("recorded_at").alias("at"))
     )
 
 
 def _daily_rows(
     days: DataFrame,
-    commits: DataFrame,
+    commit_days: DataFrame,
     group_records: DataFrame,
     rebalances: DataFrame,
     lag_rows: DataFrame,
@@ -232,7 +241,7 @@ def _daily_rows(
     """(group, day, day_end, carried) -> group_daily rows; the ends of each day are the latest commit and
     group record at or before day_end, else what was carried from before the first day given."""
     ends = latest_at_or_before(
-        latest_at_or_before(days, _last_commit_candidates(commits), GROUP, "day_end", "record_at", "last_commit"),
+        latest_at_or_before(days, _last_commit_candidates(commit_days), GROUP, "day_end", "record_at", "last_commit"),
         group_records,
         GROUP,
         "day_end",
@@ -253,7 +262,7 @@ def _daily_rows(
     days_since = F.floor((F.unix_micros("day_end") - F.unix_micros(last_commit_at)) / F.lit(MICROS_PER_DAY))
     warning_end = _plus_minutes(F.col("day_end"), expiry_warning_hours * 60)
     return (
-        ends.join(_activity(commits, rebalances), on=list(GROUP_DAY), how="left")
+        ends.join(_activity(commit_days, rebalances), on=list(GROUP_DAY), how="left")
         .join(_lag_and_status(lag_rows, group_status_rows), on=list(GROUP_DAY), how="left")
         .withColumns({"offsets_expire_at": expire_at, "group_state": state, "last_commit_at": last_commit_at})
         .select(
