@@ -26,6 +26,7 @@ must leave every silver and gold row as it was.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -36,12 +37,13 @@ from jobs.file_states import FILE_STATES, file_states, states_computed_at
 from jobs.raw_changes import retire
 from jobs.runs import JOB_RUNS, JobRun
 from jobs.segment_files import read_paths
-from jobs.steps.nightly import nightly
+from jobs.steps.nightly import nightly, summary
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, RAW_RECORDS
 from jobs.watermarks import current_version
 from tests import log_cuts
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import RUN_COLUMNS, canonical, delta_tables, table_rows
+from transforms.gold.offsets import filter_invisible_offset_records
 
 CAPTURES = REPO_ROOT / "tests" / "captures" / "kafka-4.2.1"
 TRANSACTIONS, COOPERATIVE, HANDOVER = (CAPTURES / name for name in ("transactions", "cooperative-sticky",
@@ -169,6 +171,15 @@ def test_the_file_states_carried_over_the_nights_are_those_of_raw_records(spark,
     noted = file_states(spark, config)
     assert noted.computed == 0, noted.how
     assert noted.states == states_computed_at(spark, config, current_version(spark, config.table(RAW_RECORDS)))
+
+
+def test_the_summary_counts_the_groups_with_visible_offset_records(spark, spark_config, nights):
+    """Read from the metrics carry, not from every commit: the same groups."""
+    config = night_config(spark_config, NIGHTS_DATABASE, nights[-1].segment_paths, Path("unused"))
+    (shown,) = re.findall(r"groups with commits +([\d,]+)", summary(spark, config, {}))
+    commits = spark.table(config.table("offset_commits")).where(F.col("cluster") == F.lit(CLUSTER))
+    visible = filter_invisible_offset_records(commits).select("group_id").distinct().count()
+    assert int(shown.replace(",", "")) == visible > 0
 
 
 def compared_rows(spark, path: Path) -> list[str]:
