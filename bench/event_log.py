@@ -1,0 +1,156 @@
+"""Where a nightly's time goes, step by step, from Spark's event log and the job's progress lines.
+
+    .venv/bin/python -m bench.event_log EVENT_LOG JOB_LOG [--top 8]
+
+Run the nightly with `"spark.eventLog.enabled" = "true"` and `"spark.eventLog.dir" = "file:///some/dir"`
+in its config's [spark.conf] (a rolled v2 log is a directory of events_N_* files, zstd-compressed: pass the
+directory; `zstd` unpacks them first), and keep its console output (JOB_LOG). For each step of the
+job's progress lines (ingest, decode, history, metrics, views) it prints the wall time, the Spark jobs
+started, the time with at least one job running, the task-seconds (the sum of task durations: on a
+2-core machine at most twice the time with a job running), and the time with no job running: the driver
+alone (planning, Delta commits and snapshots, the metastore, Python). Then each step's SQL executions
+with the most task-seconds. The sixth session's profile in bench/README.md was made this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STEPS = ("ingest", "decode", "history", "metrics", "views")
+STEP_LINE = re.compile(r"^\[\w+\s+([\d.]+)s\] (\w+)$")
+
+
+@dataclass
+class EventLog:
+    first_job_at_ms: int | None = None
+    jobs: dict[int, list[int | None]] = field(default_factory=dict)  # id -> [submitted, completed]
+    tasks: list[tuple[int, int, int]] = field(default_factory=list)  # (launched, finished, stage)
+    stage_execution: dict[int, int | None] = field(default_factory=dict)
+    executions: dict[int, tuple[int, int | None, str]] = field(default_factory=dict)  # id -> (start, root, text)
+
+
+def event_lines(path: Path) -> Iterator[str]:
+    """The log's lines: one file, or the events_N_* files of a rolled log in their order (unpacked)."""
+    files = [path] if path.is_file() else sorted(path.glob("events_*"), key=lambda p: int(p.name.split("_")[1]))
+    for file in files:
+        if file.suffix == ".zstd":
+            unpacked = subprocess.run(["zstd", "-dc", str(file)], capture_output=True, check=True).stdout
+            yield from unpacked.decode().splitlines()
+        else:
+            yield from file.read_text().splitlines()
+
+
+def read_event_log(lines: Iterator[str]) -> EventLog:
+    log = EventLog()
+    for line in lines:
+        event = json.loads(line)
+        kind = event["Event"]
+        if kind == "SparkListenerJobStart":
+            execution = event.get("Properties", {}).get("spark.sql.execution.id")
+            log.jobs[event["Job ID"]] = [event["Submission Time"], None]
+            for stage in event["Stage Infos"]:
+                log.stage_execution[stage["Stage ID"]] = int(execution) if execution else None
+            if log.first_job_at_ms is None:
+                log.first_job_at_ms = event["Submission Time"]
+        elif kind == "SparkListenerJobEnd":
+            log.jobs[event["Job ID"]][1] = event["Completion Time"]
+        elif kind == "SparkListenerTaskEnd":
+            info = event["Task Info"]
+            log.tasks.append((info["Launch Time"], info["Finish Time"], event["Stage ID"]))
+        elif kind.endswith("SQLExecutionStart"):
+            root = event.get("rootExecutionId")
+            log.executions[event["executionId"]] = (event["time"], root, (event.get("description") or "")[:60])
+    return log
+
+
+def step_starts(job_log: str) -> list[tuple[str, float]]:
+    """(step, seconds since the run started) from the job's progress lines, in order."""
+    return [
+        (match.group(2), float(match.group(1)))
+        for match in map(STEP_LINE.match, job_log.splitlines())
+        if match and match.group(2) in STEPS
+    ]
+
+
+def _busy_ms(intervals: list[tuple[int, int]]) -> int:
+    """The length of the union of intervals."""
+    busy, end = 0, None
+    for start, finish in sorted(intervals):
+        if end is None or start > end:
+            busy, end = busy + finish - start, finish
+        elif finish > end:
+            busy, end = busy + finish - end, finish
+    return busy
+
+
+def _root(log: EventLog, execution: int | None) -> int | None:
+    while execution is not None and log.executions.get(execution, (0, None, ""))[1] not in (None, execution):
+        execution = log.executions[execution][1]
+    return execution
+
+
+def step_rows(log: EventLog, starts: list[tuple[str, float]], run_end: float, started_ms: int) -> list[dict]:
+    """Per step: wall, jobs, time with a job running, task-seconds, driver-only time, top executions."""
+    bounds = [*starts, ("end", run_end)]
+    task_ms_by_execution: Counter = Counter()
+    for launched, finished, stage in log.tasks:
+        task_ms_by_execution[(_root(log, log.stage_execution.get(stage)), launched)] += finished - launched
+    rows = []
+    for (step, at), (_, until) in itertools.pairwise(bounds):
+        low, high = started_ms + at * 1000, started_ms + until * 1000
+        jobs = [(start, min(end, high)) for start, end in log.jobs.values() if end and low <= start < high]
+        task_ms = sum(min(f, high) - max(la, low) for la, f, _ in log.tasks if f > low and la < high)
+        top: Counter = Counter()
+        for (execution, launched), ms in task_ms_by_execution.items():
+            if execution is not None and low <= launched < high:
+                top[execution] += ms
+        busy = _busy_ms(jobs)
+        rows.append(
+            {"step": step, "wall_s": until - at, "jobs": len(jobs), "busy_s": busy / 1000,
+             "task_s": task_ms / 1000, "driver_only_s": (high - low - busy) / 1000, "top": top.most_common()}
+        )  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("event_log", type=Path)
+    parser.add_argument("job_log", type=Path)
+    parser.add_argument("--top", type=int, default=8, help="executions shown per step")
+    args = parser.parse_args(argv)
+    job_log = args.job_log.read_text()
+    starts = step_starts(job_log)
+    if not starts:
+        print(f"{args.job_log}: no step progress lines ('[nightly  12.3s] history'): not a nightly's output")
+        return 2
+    log = read_event_log(event_lines(args.event_log))
+    if log.first_job_at_ms is None:
+        print(f"{args.event_log}: no Spark job in the event log")
+        return 2
+    ends = [float(m.group(1)) for m in re.finditer(r"^\[\w+\s+([\d.]+)s\] succeeded", job_log, re.MULTILINE)]
+    run_end = ends[-1] if ends else starts[-1][1]
+    # The job's clock starts at its first progress line, a moment before its first Spark job.
+    started_ms = log.first_job_at_ms - int(starts[0][1] * 1000)
+    print(f"{'step':8} {'wall':>8} {'jobs':>5} {'job running':>12} {'task-s':>8} {'driver only':>12}")
+    for row in step_rows(log, starts, run_end, started_ms):
+        print(
+            f"{row['step']:8} {row['wall_s']:7.1f}s {row['jobs']:5} {row['busy_s']:11.1f}s {row['task_s']:8.1f}"
+            f" {row['driver_only_s']:11.1f}s"
+        )
+        for execution, ms in row["top"][: args.top]:
+            text = log.executions[execution][2]
+            print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

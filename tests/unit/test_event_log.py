@@ -1,0 +1,69 @@
+"""bench/event_log.py: a nightly's steps from Spark's event log, on a small hand-written log."""
+
+from __future__ import annotations
+
+import json
+
+from bench import event_log
+
+JOB_LOG = """[nightly     0.0s] started: run nightly-x
+[nightly     0.0s] ingest
+[nightly     4.0s] history
+[nightly     6.0s] metrics
+[nightly    10.0s] succeeded: {}
+"""
+T0 = 1_000_000  # the first job's submission, 0 s into the run
+
+
+def events() -> list[str]:
+    def job(job_id, submitted, completed, stages, execution):
+        return [
+            {"Event": "SparkListenerJobStart", "Job ID": job_id, "Submission Time": T0 + submitted,
+             "Stage Infos": [{"Stage ID": s} for s in stages],
+             "Properties": {"spark.sql.execution.id": str(execution)}},
+            {"Event": "SparkListenerJobEnd", "Job ID": job_id, "Completion Time": T0 + completed},
+        ]  # fmt: skip
+
+    def task(stage, launched, finished):
+        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+                "Task Info": {"Launch Time": T0 + launched, "Finish Time": T0 + finished}}  # fmt: skip
+
+    start = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
+    return [
+        json.dumps(line)
+        for line in [
+            {"Event": start, "executionId": 1, "time": T0, "description": "save ingest"},
+            {"Event": start, "executionId": 2, "time": T0 + 4000, "description": "save history"},
+            {"Event": start, "executionId": 3, "time": T0 + 4100, "rootExecutionId": 2, "description": "inner"},
+            *job(0, 0, 3000, [0], 1),  # ingest: 3 s of its 4 with a job running
+            task(0, 0, 3000),
+            task(0, 0, 2000),
+            *job(1, 4000, 4500, [1], 2),  # history: two overlapping jobs, 1 s of its 2 s running
+            *job(2, 4200, 5000, [2], 3),
+            task(1, 4000, 4500),
+            task(2, 4200, 5000),
+            # metrics: no job at all
+        ]
+    ]
+
+
+def test_each_step_gets_its_jobs_busy_time_task_seconds_and_driver_only_time():
+    log = event_log.read_event_log(iter(events()))
+    starts = event_log.step_starts(JOB_LOG)
+    assert starts == [("ingest", 0.0), ("history", 4.0), ("metrics", 6.0)]
+    rows = event_log.step_rows(log, starts, 10.0, T0)
+    summary = [(r["step"], r["wall_s"], r["jobs"], r["busy_s"], r["task_s"], r["driver_only_s"]) for r in rows]
+    assert summary == [
+        ("ingest", 4.0, 1, 3.0, 5.0, 1.0),
+        ("history", 2.0, 2, 1.0, 1.3, 1.0),
+        ("metrics", 4.0, 0, 0.0, 0.0, 4.0),
+    ]
+    # A child execution's tasks count for the execution it runs under.
+    assert rows[1]["top"] == [(2, 1300)]
+
+
+def test_a_log_without_step_lines_is_refused_with_one_line(tmp_path, capsys):
+    (tmp_path / "events").write_text("\n".join(events()))
+    (tmp_path / "job.log").write_text("nothing here\n")
+    assert event_log.main([str(tmp_path / "events"), str(tmp_path / "job.log")]) == 2
+    assert "not a nightly's output" in capsys.readouterr().out
