@@ -109,33 +109,84 @@ def groups_by_partition(estate: Estate) -> dict[int, list]:
 
 
 def generate_partition(job: tuple) -> dict:
-    """One partition, start to end: simulate, batch, compact, write segments and its raw-table file."""
+    """One partition, start to end: simulate, batch, compact, write segments and its raw-table file, as the
+    coordinator writes (memory holds a row group of the raw table, not the partition's log)."""
     estate, partition, plans, options = job
-    appends = Coordinator(estate, partition, estate.seed).run(plans)
-    written = write_partition(
-        appends,
-        partition,
-        options["out"] / "segments",
-        codec=codec_of(options["compression"], partition),
-        clean_before_ms=WINDOW_START_MS + int(estate.duration_ms * options["cleaned_fraction"]),
-        segment_bytes=options["segment_bytes"],
-    )
-    rows = written.raw_rows
-    table = pa.table(
-        {
-            "key": pa.array(rows["key"], pa.binary()),
-            "value": pa.array(rows["value"], pa.binary()),
-            "topic": pa.array([TOPIC] * len(rows["key"]), pa.string()),
-            "partition": pa.array([partition] * len(rows["key"]), pa.int32()),
-            "offset": pa.array(rows["offset"], pa.int64()),
-            "timestamp": pa.array(rows["timestamp"], pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
-            "timestampType": pa.array([0] * len(rows["key"]), pa.int32()),  # 0: CreateTime
-        }
-    )
-    pq.write_table(table, options["out"] / "raw-table" / f"part-{partition:05d}.parquet")
+    with RawTableWriter(options["out"] / "raw-table" / f"part-{partition:05d}.parquet", partition) as raw_table:
+        written = write_partition(
+            Coordinator(estate, partition, estate.seed).appends_of(plans),
+            partition,
+            options["out"] / "segments",
+            raw_table.add,
+            codec=codec_of(options["compression"], partition),
+            clean_before_ms=WINDOW_START_MS + int(estate.duration_ms * options["cleaned_fraction"]),
+            segment_bytes=options["segment_bytes"],
+        )
     counts = dict(written.counts)
-    counts["raw_table_rows"] = table.num_rows
+    counts["raw_table_rows"] = raw_table.rows
     return {"partition": partition, "segments": written.segments, "counts": counts}
+
+
+class RawTableWriter:
+    """One partition's read_committed records as Spark's Kafka source lands them, a row group at a time."""
+
+    SCHEMA = pa.schema(
+        [
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("timestampType", pa.int32()),  # 0: CreateTime
+        ]
+    )
+
+    def __init__(self, path: Path, partition: int, row_group: int = 200_000) -> None:
+        self.path, self.partition, self.row_group = path, partition, row_group
+        self.rows = 0
+        self._columns: dict[str, list] = {"key": [], "value": [], "offset": [], "timestamp": []}
+        self._writer: pq.ParquetWriter | None = None
+
+    def add(self, key: bytes, value: bytes | None, offset: int, timestamp_ms: int) -> None:
+        columns = self._columns
+        columns["key"].append(key)
+        columns["value"].append(value)
+        columns["offset"].append(offset)
+        columns["timestamp"].append(timestamp_ms)
+        if len(columns["key"]) >= self.row_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        columns, count = self._columns, len(self._columns["key"])
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, self.SCHEMA)
+        if count or self.rows == 0:  # an empty partition still gets its (empty) file
+            table = pa.table(
+                {
+                    "key": pa.array(columns["key"], pa.binary()),
+                    "value": pa.array(columns["value"], pa.binary()),
+                    "topic": pa.array([TOPIC] * count, pa.string()),
+                    "partition": pa.array([self.partition] * count, pa.int32()),
+                    "offset": pa.array(columns["offset"], pa.int64()),
+                    "timestamp": pa.array(columns["timestamp"], pa.timestamp("ms", tz="UTC")).cast(
+                        pa.timestamp("us", tz="UTC")
+                    ),
+                    "timestampType": pa.array([0] * count, pa.int32()),
+                },
+                schema=self.SCHEMA,
+            )
+            self._writer.write_table(table)
+        self.rows += count
+        for values in columns.values():
+            values.clear()
+
+    def __enter__(self) -> RawTableWriter:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._flush()
+        self._writer.close()
 
 
 def end_offset_rows(estate: Estate, cluster: str, snapshots: int) -> pa.Table:

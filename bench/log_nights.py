@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import mmap
 import struct
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,9 +41,11 @@ class SegmentIndex:
     """One segment file's batches: where each ends, its max timestamp, and its data records."""
 
     name: str  # "__consumer_offsets-N/<base offset>.log", under the log directory
-    ends: list[int]
-    max_timestamps_ms: list[int]
-    records: list[int]  # data records of the batch (0 for a control batch)
+    # Arrays of int64, not lists: a week at the issue's size is about 50M batches (a list of ints per
+    # column would take 6 GB).
+    ends: array
+    max_timestamps_ms: array
+    records: array  # data records of the batch (0 for a control batch)
 
     def kept_at(self, moment_ms: int) -> tuple[int, int]:
         """(bytes, data records) the broker had written to this file by `moment_ms`."""
@@ -60,7 +63,7 @@ def index_segments(log_dir: Path) -> list[SegmentIndex]:
 
 
 def _index_file(file: Path, log_dir: Path) -> SegmentIndex:
-    ends, max_timestamps, records = [], [], []
+    ends, max_timestamps, records = array("q"), array("q"), array("q")
     with open(file, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         pos = 0
         while pos < len(data):

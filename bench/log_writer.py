@@ -13,13 +13,19 @@
   by the base offset of its first batch.
 - The raw-table form: what Spark's Kafka source reads with isolation.level=read_committed (no
   aborted records, no markers, nothing at or after the last stable offset).
+
+The log is written as the simulation hands its appends on: what stays in memory is the part before the
+cleaned segment rolled (none of the window with `--cleaned-fraction 0`) and the batches of transactions
+still open, so a partition's size is bounded by the disk, not by memory.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from bench.batch_builder import COMMIT, Rec, batch_v2, frame_v2, marker_record
 from bench.simulate import Append
@@ -59,79 +65,80 @@ class PartitionFiles:
     partition: int
     segments: list[str] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
-    raw_rows: dict[str, list] = field(default_factory=lambda: {"key": [], "value": [], "offset": [], "timestamp": []})
 
 
-def batches_of(appends: list[Append]) -> list[Batch]:
-    batches: list[Batch] = []
+# Receives each read_committed record as (key, value, offset, timestamp), in log order.
+RawRowSink = Callable[[bytes, bytes | None, int, int], None]
+
+
+def batches_of(appends: Iterable[Append]) -> Iterator[Batch]:
+    """The batches of the appends, each handed on once no later append can join it."""
+    batch: Batch | None = None
     offset = 0
     for append in appends:
         entries = [(key, value) for key, value in append.records]
         if append.marker is not None:
             entries = [(None, None)]  # the marker's record takes one offset
-        previous = batches[-1] if batches else None
         can_share = (
-            previous is not None
+            batch is not None
             and append.producer_id == -1
-            and previous.producer_id == -1
+            and batch.producer_id == -1
             and not append.is_scala_coordinator
-            and not previous.is_scala_coordinator
-            and append.at_ms - previous.records[0][1] <= LINGER_MS
-            and len(previous.records) + len(entries) <= MAX_BATCH_RECORDS
+            and not batch.is_scala_coordinator
+            and append.at_ms - batch.records[0][1] <= LINGER_MS
+            and len(batch.records) + len(entries) <= MAX_BATCH_RECORDS
         )
         if not can_share:
-            previous = Batch(offset, [], append.producer_id, append.producer_epoch, append.is_transactional,
-                             append.marker, append.is_scala_coordinator)  # fmt: skip
-            batches.append(previous)
+            if batch is not None and batch.records:
+                yield batch
+            batch = Batch(offset, [], append.producer_id, append.producer_epoch, append.is_transactional,
+                          append.marker, append.is_scala_coordinator)  # fmt: skip
         for key, value in entries:
-            previous.records.append((offset, append.at_ms, key, value))
+            batch.records.append((offset, append.at_ms, key, value))
             offset += 1
-        previous.last_offset = offset - 1
-    return [batch for batch in batches if batch.records]
+        batch.last_offset = offset - 1
+    if batch is not None and batch.records:
+        yield batch
 
 
-def resolve_transactions(batches: list[Batch]) -> None:
-    """Each transactional data batch takes the outcome of the next marker of its producer."""
-    open_batches: dict[int, list[Batch]] = {}
-    for batch in batches:
+class _Transactions:
+    """Gives each transactional data batch the outcome of the next marker of its producer, as markers come."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, list[Batch]] = {}
+
+    def see(self, batch: Batch) -> None:
         if batch.marker is not None:
             outcome = TXN_COMMITTED if batch.marker == COMMIT else TXN_ABORTED
-            for waiting in open_batches.pop(batch.producer_id, []):
+            for waiting in self.open.pop(batch.producer_id, []):
                 waiting.txn_state = outcome
         elif batch.is_transactional:
             batch.txn_state = TXN_PENDING
-            open_batches.setdefault(batch.producer_id, []).append(batch)
+            self.open.setdefault(batch.producer_id, []).append(batch)
 
 
-def cleanable_end(batches: list[Batch], clean_before_ms: int) -> int:
-    """Index of the first batch after the cleaned segment: rolled at clean_before_ms, before any open transaction."""
-    end = next((index for index, batch in enumerate(batches) if batch.records[0][1] >= clean_before_ms), len(batches))
-    marker_index: dict[int, int] = {}
-    ends_at: dict[int, int] = {}  # data batch index -> index of the marker that ends its transaction
-    for index in range(len(batches) - 1, -1, -1):
-        batch = batches[index]
-        if batch.marker is not None:
-            marker_index[batch.producer_id] = index
-        elif batch.is_transactional:
-            ends_at[index] = marker_index.get(batch.producer_id, len(batches))
-    for index in sorted(ends_at):
-        if index < end and ends_at[index] >= end:
-            return index
-    return end
+def cleanable_end(prefix: list[Batch]) -> int:
+    """Index of the first batch after the cleaned segment, given the batches before the segment rolled: the
+    cleaner never passes a transaction still open when it rolled (its marker comes later, or never)."""
+    return next(
+        (index for index, batch in enumerate(prefix) if batch.marker is None and batch.txn_state == TXN_PENDING),
+        len(prefix),
+    )
 
 
-def clean(batches: list[Batch], end: int, cleaned_at_ms: int) -> list[Batch]:
-    """The cleaned segment: the latest record of each key (aborted ones never count), tombstones kept."""
+def clean(prefix: list[Batch], cleaned_at_ms: int) -> list[Batch]:
+    """The cleaned segment: the latest record of each key (aborted ones never count), tombstones kept.
+    An emptied transactional batch stays while it may be its producer's last (`_producers_last`)."""
     latest: dict[bytes, int] = {}
-    for batch in batches[:end]:
+    for batch in prefix:
         if batch.marker is None and batch.txn_state != TXN_ABORTED:
             for offset, _, key, _ in batch.records:
                 latest[key] = offset
-    last_data_batch = {batch.producer_id: index for index, batch in enumerate(batches) if batch.is_transactional
+    last_data_batch = {batch.producer_id: index for index, batch in enumerate(prefix) if batch.is_transactional
                        and batch.marker is None}  # fmt: skip
     horizon = cleaned_at_ms + DELETE_RETENTION_MS
     cleaned = []
-    for index, batch in enumerate(batches[:end]):
+    for index, batch in enumerate(prefix):
         if batch.marker is not None:
             batch.has_delete_horizon, batch.horizon_or_max_ms = True, horizon
             cleaned.append(batch)
@@ -173,69 +180,144 @@ def encode(batch: Batch, codec: str, leader_epoch: int, is_cleaned: bool) -> byt
 
 
 def write_partition(
-    appends: list[Append],
+    appends: Iterable[Append],
     partition: int,
     directory: Path,
+    raw_rows: RawRowSink,
     *,
     codec: str,
     clean_before_ms: int,
     segment_bytes: int,
 ) -> PartitionFiles:
-    """Writes `__consumer_offsets-<partition>/<base offset>.log` files; returns what they hold."""
-    batches = batches_of(appends)
-    resolve_transactions(batches)
-    end = cleanable_end(batches, clean_before_ms)
-    cleaned = clean(batches, end, clean_before_ms + CLEANER_LAG_MS)
-    result = PartitionFiles(partition)
-    result.counts["compacted_away"] = sum(len(batch.records) for batch in batches if batch.marker is None) - sum(
-        len(batch.records) for batch in cleaned + batches[end:] if batch.marker is None
-    )
-    leader_epoch = partition % 3
+    """Writes `__consumer_offsets-<partition>/<base offset>.log` files as the appends come, and hands the
+    read_committed records to `raw_rows`; returns what the files hold. Memory holds the batches before
+    the cleaned segment rolled (the cleaned share of the window) and the open transactions, not the log."""
     out = directory / f"__consumer_offsets-{partition}"
     out.mkdir(parents=True, exist_ok=True)
-    segments: list[tuple[int, list[bytes]]] = []
+    result = PartitionFiles(partition)
+    leader_epoch = partition % 3
+    transactions = _Transactions()
+    tally = _Tally(result.counts, codec, raw_rows)
+    prefix: list[Batch] | None = []
+    cleaned: list[Batch] = []
+    head_producers: set[int] = set()
+    with _HeadSegments(out, segment_bytes) as head:
+
+        def write_head(batch: Batch) -> None:
+            if batch.is_transactional and batch.marker is None:
+                head_producers.add(batch.producer_id)
+            head.write(batch.base_offset, encode(batch, codec, leader_epoch, False))
+            tally.add(batch)
+
+        def roll_cleaned_segment() -> None:
+            nonlocal prefix, cleaned
+            end = cleanable_end(prefix)
+            before = _data_records(prefix[:end])  # cleaning empties batches in place
+            cleaned = clean(prefix[:end], clean_before_ms + CLEANER_LAG_MS)
+            result.counts["compacted_away"] = before - _data_records(cleaned)
+            for batch in cleaned:  # before the head's: the raw rows follow the log
+                tally.rows_of(batch)
+            for batch in prefix[end:]:
+                write_head(batch)
+            prefix = None
+
+        for batch in batches_of(appends):
+            if prefix is not None and batch.records[0][1] >= clean_before_ms:
+                roll_cleaned_segment()  # before this batch's marker, if it is one, closes a transaction
+            transactions.see(batch)
+            if prefix is not None:
+                prefix.append(batch)
+            else:
+                write_head(batch)
+        if prefix is not None:
+            roll_cleaned_segment()
+        tally.finish()
+    # An emptied batch of the cleaned segment stays only as its producer's last: none of its came after.
+    cleaned = [batch for batch in cleaned if batch.records or batch.producer_id not in head_producers]
     if cleaned:
-        segments.append((0, [encode(batch, codec, leader_epoch, True) for batch in cleaned]))
-    size = segment_bytes  # forces a new segment for the first head batch
-    for batch in batches[end:]:
-        encoded = encode(batch, codec, leader_epoch, False)
-        if size + len(encoded) > segment_bytes:
-            segments.append((batch.base_offset, []))
-            size = 0
-        segments[-1][1].append(encoded)
-        size += len(encoded)
-    for base_offset, encoded_batches in segments:
-        path = out / f"{base_offset:020d}.log"
-        path.write_bytes(b"".join(encoded_batches))
+        path = out / f"{0:020d}.log"
+        path.write_bytes(b"".join(encode(batch, codec, leader_epoch, True) for batch in cleaned))
         result.segments.append(str(path))
-    _count(result, cleaned + batches[end:], codec)
+        tally.count(cleaned)
+    result.segments.extend(head.paths)
     return result
 
 
-def _count(result: PartitionFiles, batches: list[Batch], codec: str) -> None:
-    """Record counts by type and state, and the read_committed view for the raw table."""
-    counts, rows = result.counts, result.raw_rows
-    pending = [batch.base_offset for batch in batches if batch.txn_state == TXN_PENDING]
-    last_stable_offset = min(pending, default=None)
-    for batch in batches:
-        if batch.marker is not None:
-            counts[f"marker_{'commit' if batch.marker == COMMIT else 'abort'}"] += 1
-            continue
-        counts["batches"] += 1
-        counts[f"batches_{codec if batch.records else 'none'}"] += 1
-        counts["batches_with_delete_horizon"] += batch.has_delete_horizon
-        counts["empty_batches"] += not batch.records
-        is_visible = batch.txn_state in (None, TXN_COMMITTED)
-        for offset, timestamp, key, value in batch.records:
-            record_type = int.from_bytes(key[:2], "big")
-            counts["records"] += 1
-            counts[f"type_{record_type}_{'tombstone' if value is None else 'value'}"] += 1
-            if value is not None and record_type == 1:
-                counts[f"offset_commit_v{int.from_bytes(value[:2], 'big')}"] += 1
-            if batch.txn_state:
-                counts[f"txn_{batch.txn_state}"] += 1
-            if is_visible and (last_stable_offset is None or offset < last_stable_offset):
-                rows["key"].append(key)
-                rows["value"].append(value)
-                rows["offset"].append(offset)
-                rows["timestamp"].append(timestamp)
+def _data_records(batches: list[Batch]) -> int:
+    return sum(len(batch.records) for batch in batches if batch.marker is None)
+
+
+class _HeadSegments:
+    """The segments after the cleaned one, rolled at `segment_bytes`, each named by its first batch's base offset."""
+
+    def __init__(self, out: Path, segment_bytes: int) -> None:
+        self.out, self.segment_bytes = out, segment_bytes
+        self.paths: list[str] = []
+        self._file: BinaryIO | None = None
+        self._size = segment_bytes  # forces a new segment for the first batch
+
+    def write(self, base_offset: int, encoded: bytes) -> None:
+        if self._size + len(encoded) > self.segment_bytes:
+            self._close()
+            path = self.out / f"{base_offset:020d}.log"
+            self._file = open(path, "wb")  # noqa: SIM115 - closed on roll or exit
+            self.paths.append(str(path))
+            self._size = 0
+        self._file.write(encoded)
+        self._size += len(encoded)
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> _HeadSegments:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._close()
+
+
+class _Tally:
+    """Record counts by type and state, and the read_committed view for the raw table, taken in log order
+    as each batch's transaction is resolved: what is at or after the last stable offset (the first batch
+    still pending at the end) is counted but never read."""
+
+    def __init__(self, counts: Counter, codec: str, raw_rows: RawRowSink) -> None:
+        self.counts, self.codec, self.raw_rows = counts, codec, raw_rows
+        self.waiting: deque[Batch] = deque()
+
+    def add(self, batch: Batch) -> None:
+        self.waiting.append(batch)
+        while self.waiting and self.waiting[0].txn_state != TXN_PENDING:
+            resolved = self.waiting.popleft()
+            self.rows_of(resolved)
+            self.count([resolved])
+
+    def finish(self) -> None:
+        self.count(self.waiting)
+        self.waiting.clear()
+
+    def rows_of(self, batch: Batch) -> None:
+        if batch.marker is None and batch.txn_state in (None, TXN_COMMITTED):
+            for offset, timestamp, key, value in batch.records:
+                self.raw_rows(key, value, offset, timestamp)
+
+    def count(self, batches: Iterable[Batch]) -> None:
+        counts = self.counts
+        for batch in batches:
+            if batch.marker is not None:
+                counts[f"marker_{'commit' if batch.marker == COMMIT else 'abort'}"] += 1
+                continue
+            counts["batches"] += 1
+            counts[f"batches_{self.codec if batch.records else 'none'}"] += 1
+            counts["batches_with_delete_horizon"] += batch.has_delete_horizon
+            counts["empty_batches"] += not batch.records
+            for _, _, key, value in batch.records:
+                record_type = int.from_bytes(key[:2], "big")
+                counts["records"] += 1
+                counts[f"type_{record_type}_{'tombstone' if value is None else 'value'}"] += 1
+                if value is not None and record_type == 1:
+                    counts[f"offset_commit_v{int.from_bytes(value[:2], 'big')}"] += 1
+                if batch.txn_state:
+                    counts[f"txn_{batch.txn_state}"] += 1

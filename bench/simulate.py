@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from bench import records as rec
@@ -99,6 +99,10 @@ class Coordinator:
         self.appends.append(Append(at_ms, records, is_scala_coordinator=is_scala, **batch))
 
     def run(self, groups: list[GroupPlan]) -> list[Append]:
+        return list(self.appends_of(groups))
+
+    def appends_of(self, groups: list[GroupPlan]) -> Iterator[Append]:
+        """The partition's appends in log order, each handed on once written (the log is never held whole)."""
         states = [
             (ConsumerGroup if plan.protocol == PROTOCOL_CONSUMER else ClassicGroup)(self, plan) for plan in groups
         ]
@@ -110,10 +114,15 @@ class Coordinator:
             self.append(at_ms, records)
         for state in states:
             state.start()
+        yield from self._written()
         while self._events:
             at_ms, _, action, args = heapq.heappop(self._events)
             action(at_ms, *args)
-        return self.appends
+            yield from self._written()
+
+    def _written(self) -> list[Append]:
+        written, self.appends = self.appends, []
+        return written
 
     def uuid(self) -> uuid.UUID:
         return uuid.UUID(int=self.rng.getrandbits(128), version=4)
