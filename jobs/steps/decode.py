@@ -110,9 +110,11 @@ def _decode_changes(
         scoped = changes.where(F.col("_commit_version") > F.lit(version))
         revisited = raw_changes.revisited_records(scoped, retired)
         latest = raw_changes.latest_changes(scoped, retired, revisited)
-        # Inserts alone are read again by each pass over them (as a first run reads raw), not held.
+        # Inserts alone are read again by each pass over them (as a first run reads raw), not held. Held on
+        # disk only: a night's records unrolled into memory (about 9M at the size) took the memory
+        # the sort before them needed, and the 1 GiB default heap failed the night (UNABLE_TO_ACQUIRE_MEMORY).
         if not revisited.isEmpty():
-            latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
+            latest = latest.persist(StorageLevel.DISK_ONLY)
         try:
             inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
             resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(
