@@ -42,7 +42,7 @@ from jobs.metrics_writes import (
     write_table,
 )
 from jobs.runs import JobRun
-from jobs.tables import END_OFFSETS, cluster_rows
+from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk
 from jobs.watermarks import ChangesUnavailable, changes_since, note
 from schemas import gold, ops
 from schemas.metrics_carry import metrics_carry_schema
@@ -126,7 +126,7 @@ def evaluate_group_partitions(
         )
     whole = commits if hows.get(metrics_carry.WHOLE) else commits.limit(0)
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
-    records = metrics_carry.records_to_evaluate(carry, recent, whole, starts).localCheckpoint()
+    records = held_on_disk(metrics_carry.records_to_evaluate(carry, recent, whole, starts))
 
     end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
     needed = metrics_carry.snapshots_needed_from(records, starts).localCheckpoint()
@@ -188,10 +188,12 @@ def _lag_of(
     records: DataFrame, snapshots: DataFrame, starts: DataFrame, settings: GoldSettings
 ) -> tuple[DataFrame, DataFrame]:
     """(records seen by the snapshots, lag rows from each group partition's start on), materialised."""
-    seen = records_seen_by_snapshots(
-        records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
-    ).localCheckpoint()
-    return seen, metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at").localCheckpoint()
+    seen = held_on_disk(
+        records_seen_by_snapshots(
+            records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+        )
+    )
+    return seen, held_on_disk(metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))
 
 
 def continue_metrics(
@@ -210,7 +212,7 @@ def continue_metrics(
             cluster_rows(spark, config, "offset_commits").schema,
         )
         .select(*CHANGED_COMMIT_COLUMNS)
-        .localCheckpoint()
+        .transform(held_on_disk)
     )  # fmt: skip
     snapshots_changed = input_changes(
         spark, config, END_OFFSETS, covered[END_OFFSETS], versions[END_OFFSETS], ops.end_offsets_schema

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -174,3 +175,9 @@ Materialize = Callable[[str, DataFrame], DataFrame]
 def materialized(rows: DataFrame) -> DataFrame:
     """An intermediate result computed once and cut from its lineage (it feeds several outputs)."""
     return rows.localCheckpoint(eager=True)
+
+
+def held_on_disk(rows: DataFrame) -> DataFrame:
+    """`materialized` for a night's worth of rows: kept on the executors' local disk rather than in their
+    heap, where millions of rows crowd out the sorts and windows that read them."""
+    return rows.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
