@@ -148,6 +148,32 @@ def run_nightly(name: str, conf: Path, warehouse: Path, live: Path, run_date: da
     return Run(name, phase, code, stage_seconds(text, phase.seconds), counts, log=log_path)
 
 
+def keep_for_replay(work: Path, night: int, conf: Path, run_date: date) -> None:
+    """The warehouse and the live log as night `night` finds them, copied (not timed), with a script that
+    puts them back in place (the tables and the file states name their paths) and runs the night again."""
+    kept = work / f"before-night-{night}"
+    subprocess.run(["rm", "-rf", str(kept)], check=True)
+    kept.mkdir(parents=True)
+    for name in ("warehouse", "live"):
+        subprocess.run(["cp", "-a", str(work / name), str(kept / name)], check=True)
+    command = ["./spark-submit.sh", "nightly", "--conf", str(conf), "--warehouse", str(work / "warehouse"),
+               "--database", DATABASE, "--cluster", CLUSTER, "--segments", str(work / "live" / "segments"),
+               "--raw-table", "--run-date", run_date.isoformat()]  # fmt: skip
+    script = kept / "replay.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        f"# Night {night} again, from the warehouse and live log it found: replay.sh [CHECKOUT] (default the\n"
+        "# benchmark's). It replaces the work directory's warehouse and live log.\n"
+        "set -euo pipefail\n"
+        f"rm -rf {work / 'warehouse'} {work / 'live'}\n"
+        f"cp -a {kept / 'warehouse'} {kept / 'live'} {work}/\n"
+        f'cd "${{1:-{REPO_ROOT}}}"\n'
+        f"{' '.join(command)}\n"
+    )
+    script.chmod(0o755)
+    print(f"kept what night {night} finds in {kept}; {script} runs it again", flush=True)
+
+
 def warehouse_report(warehouse: Path, compare: Path | None) -> dict:
     command = [sys.executable, "-m", "bench.warehouse_report", str(warehouse), "--database", DATABASE]
     finished = subprocess.run(
@@ -212,6 +238,12 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, help="data, live log, warehouses and logs (default: a new temp dir)")
     parser.add_argument("--compare", action="store_true", help="compare the last night's tables with --full's")
     parser.add_argument("--quick", action="store_true", help="3 nights of about 300k records: checks the script")
+    parser.add_argument(
+        "--keep-warehouse-before",
+        type=int,
+        metavar="N",
+        help="copy the warehouse and live log as they stand before night N (WORK/before-night-N), to replay it",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.nights = args.nights or (3 if quick else 7)
@@ -249,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_nights.write_cut(cut, work / "data" / "segments", live)
         log_nights.write_snapshots(series, previous_moment, moment_ms, offsets / f"night-{index:02d}")
         conf = write_conf(work / "conf" / f"night-{index:02d}.toml", offsets / f"night-{index:02d}")
+        if index == args.keep_warehouse_before:
+            keep_for_replay(work, index, conf, run_date_of(moment_ms))
         run = run_nightly(name, conf, warehouse, live, run_date_of(moment_ms), False, logs / f"night-{index:02d}.log")
         run.records_added, previous_records, previous_moment = cut.records - previous_records, cut.records, moment_ms
         print_run(run, cut.records)
