@@ -13,13 +13,14 @@ back, or `--full`, the cluster is rebuilt from scratch (and noted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
+from jobs.history_commits import commits_read_by
 from jobs.runs import JobRun
 from jobs.tables import (
     HISTORY_TABLES,
@@ -77,6 +78,7 @@ def build_history(
     groups: DataFrame | None = None,
     topic_names: DataFrame | None = None,
     settled: Mapping[str, DataFrame] | None = None,
+    progress: Callable[[str], None] = lambda detail: None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
     -> every table of HISTORY_TABLES, handed to `store` in dependency order.
@@ -84,7 +86,7 @@ def build_history(
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
     group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
     rebalance rows kept as they are (transforms/gold/resume.py); the others read commits from their
-    groups' floors."""
+    groups' floors (`progress` hears from where)."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
@@ -110,7 +112,7 @@ def build_history(
             for name, rows in settled.items()
         }
         to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
-        commits = _commits_read_by(to_compute, commits)
+        commits = commits_read_by(to_compute, commits, progress)
     changes = materialized(assignment_math.partition_changes(to_compute, assignments))
     # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
     commit_times = materialized(departures.commit_times_read_by(to_compute, assignments, commits))
@@ -145,33 +147,6 @@ def _no_commits(spark: SparkSession) -> DataFrame:
 
 def _with_kept(computed: DataFrame, kept: Mapping[str, DataFrame], name: str) -> DataFrame:
     return computed.unionByName(kept[name]) if name in kept else computed
-
-
-def _commits_read_by(framed: DataFrame, commits: DataFrame) -> DataFrame:
-    """The commits the rebalances in `framed` can read (resume.commit_floors), named by literals too, so
-    that Delta skips other files by their statistics: a group's commits all sit in its `__consumer_offsets`
-    partition, so the partitions of the groups with a floor from the earliest floor on, and the partitions
-    of those without one (a group's or incarnation's first rebalance reads every commit before it) whole."""
-    floors = materialized(resume.commit_floors(framed))
-    placed = framed.groupBy(*GROUP).agg(
-        F.collect_set("source_partition").alias("partitions"),
-        F.max(F.col("source_partition").isNull()).alias("has_unplaced"),
-    )
-    groups = (
-        floors.join(placed, on=list(GROUP), how="inner")
-        .select("has_floor", F.col("commit_floor_at").cast("string").alias("floor"), "partitions", "has_unplaced")
-        .collect()
-    )
-    if groups and not any(group["has_unplaced"] for group in groups):
-        floored = [group for group in groups if group["has_floor"]]
-        whole = sorted({partition for group in groups if not group["has_floor"] for partition in group["partitions"]})
-        condition = F.col("record_at").isNull() | F.col("source_partition").isin(whole)
-        if floored:
-            since = F.lit(min(group["floor"] for group in floored)).cast("timestamp")
-            partitions = sorted({partition for group in floored for partition in group["partitions"]})
-            condition = condition | (F.col("source_partition").isin(partitions) & (F.col("record_at") >= since))
-        commits = commits.where(condition)
-    return resume.commits_from_floors(commits, floors)
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:
@@ -274,7 +249,14 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     }
     store = _groups_store(spark, config, commit_note, groups, count)
     build_history(
-        silver, topic_ids, settings, store, groups=groups, topic_names=names, settled={"rebalances": settled, **kept}
+        silver,
+        topic_ids,
+        settings,
+        store,
+        groups=groups,
+        topic_names=names,
+        settled={"rebalances": settled, **kept},
+        progress=lambda detail: run.progress(STEP, detail),
     )
     run.count_tables(HISTORY_TABLES)
 
