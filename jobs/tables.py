@@ -51,18 +51,19 @@ def ensure_table(
     """Creates the table if it does not exist. `change_feed`: the table is a later step's input, which
     reads only what changed since its last run through Delta's Change Data Feed (turned on for a table
     an earlier version created without it; its readers then start from scratch once)."""
-    exists = spark.catalog.tableExists(name)
-    builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
-    if not exists and (committed := _committed_location(spark, name)):
-        builder = builder.location(committed)
-    if partition_by:
-        builder = builder.partitionedBy(*partition_by)
+    if not spark.catalog.tableExists(name):
+        # Not the builder for a table that exists: it would do nothing, after half a second of planning.
+        builder = DeltaTable.createIfNotExists(spark).tableName(name).addColumns(schema)
+        if committed := _committed_location(spark, name):
+            builder = builder.location(committed)
+        if partition_by:
+            builder = builder.partitionedBy(*partition_by)
+        if change_feed:
+            builder = builder.property(CHANGE_FEED_PROPERTY, "true")
+        builder.execute()
+        return
+    _add_declared_columns(spark, name, schema)
     if change_feed:
-        builder = builder.property(CHANGE_FEED_PROPERTY, "true")
-    builder.execute()
-    if exists:
-        _add_declared_columns(spark, name, schema)
-    if change_feed and exists:
         (feed,) = spark.sql(f"SHOW TBLPROPERTIES {name} ('{CHANGE_FEED_PROPERTY}')").collect()
         if feed.value != "true":
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{CHANGE_FEED_PROPERTY}' = 'true')")
