@@ -10,7 +10,7 @@ from functools import partial
 from pyspark.sql import functions as F
 
 from jobs.runs import JOB_RUNS, JobRun
-from jobs.steps.forget import forget
+from jobs.steps.forget import forget, forgotten
 from jobs.steps.nightly import nightly
 from jobs.tables import database_tables
 from tests.conftest import REPO_ROOT
@@ -54,7 +54,9 @@ def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_tha
     (segment,) = mistaken_partition.glob("*.log")
     kept = tuple(str(path) for path in sorted((QUICKSTART / "segments").iterdir()) if path != mistaken_partition)
     sections = {**spark_config.sections, "end_offsets": {"files": [str(QUICKSTART / "end_offsets.json")]}}
-    first_night = replace(spark_config, cluster=CLUSTER, database="forget_undone", sections=sections, segment_paths=kept)
+    first_night = replace(
+        spark_config, cluster=CLUSTER, database="forget_undone", sections=sections, segment_paths=kept
+    )
     mistaken = replace(first_night, segment_paths=(*kept, str(mistaken_partition), str(junk)))
 
     run_step(spark, first_night, "nightly", nightly)
@@ -66,12 +68,16 @@ def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_tha
     assert FORGOTTEN_GROUP in {row.group_id for row in mistaken_groups}, "the mistaken segment made history"
     mistaken_records = raw_count(spark, mistaken) - never_raw
 
-    # The junk by its file, then the rest of what the mistaken night read by that run's id: the segment.
-    by_file, _ = run_step(spark, mistaken, "forget", partial(forget, source_files=(str(junk),), capture_runs=()))
-    by_run, _ = run_step(spark, mistaken, "forget", partial(forget, source_files=(), capture_runs=(mistaken_run,)))
+    # The junk named by its file, and everything the mistaken night read named by that run's id (the junk
+    # and the segment): each names its records, and one forget removes both.
+    raw = spark.table(mistaken.table("raw_records")).where(F.col("cluster") == F.lit(CLUSTER))
+    assert raw.where(forgotten((str(junk),), ())).count() == counts["quarantine"]
+    assert raw.where(forgotten((), (mistaken_run,))).count() == mistaken_records > counts["quarantine"]
+    both, _ = run_step(
+        spark, mistaken, "forget", partial(forget, source_files=(str(junk),), capture_runs=(mistaken_run,))
+    )
 
-    assert by_file["raw_records_forgotten"] == counts["quarantine"]
-    assert by_run["raw_records_forgotten"] == mistaken_records - counts["quarantine"] > 0
+    assert both["raw_records_forgotten"] == mistaken_records
     assert_same_tables(never, tables(spark, "forget_undone"))
 
     # Again (a rerun after a kill finds nothing to delete and completes the rest): still equal.
