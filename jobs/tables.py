@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 RAW_RECORDS = "raw_records"
 TOPIC_IDS = "topic_ids"
 END_OFFSETS = "end_offsets"
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 SILVER_INPUTS = ("offset_commits", "group_metadata", "group_members", "consumer_group_records")
 HISTORY_TABLES = (
     "generations",
@@ -171,6 +173,17 @@ def write_gold(spark: SparkSession, config: Config, run: JobRun, name: str, rows
 # Stores one gold table's rows and gives them back cut from their lineage: the job writes Delta tables,
 # tests may keep them in memory.
 Materialize = Callable[[str, DataFrame], DataFrame]
+
+
+@contextmanager
+def broadcast_joins_off(spark: SparkSession) -> Iterator[None]:
+    """No join planned inside is a broadcast one, whatever Spark estimates its sides at."""
+    previous = spark.conf.get(BROADCAST_THRESHOLD)
+    spark.conf.set(BROADCAST_THRESHOLD, "-1")
+    try:
+        yield
+    finally:
+        spark.conf.set(BROADCAST_THRESHOLD, previous)
 
 
 def materialized(rows: DataFrame) -> DataFrame:

@@ -15,7 +15,7 @@ from jobs.file_states import file_states
 from jobs.ingest_plan import FileRead, ReadPlan, holds_other_sources, plan_reads
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
-from jobs.tables import RAW_RECORDS, ensure_table, sql_string_literal, table_location
+from jobs.tables import RAW_RECORDS, broadcast_joins_off, ensure_table, sql_string_literal, table_location
 from schemas.bronze import raw_records_schema
 from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
 from transforms.decoder.log_record import LogRecord
@@ -182,11 +182,15 @@ def merge_raw_rows(
         f"(source.source_file = {sql_string_literal(path)} AND coalesce(source.batch_position <= {position}, false))"
         for path, position in sorted((known_through or {}).items())
     )
-    (
+    merge = (
         DeltaTable.forName(spark, table)
         .alias("target")
         .merge(rows.alias("source"), f"{target_scope} AND target.record_id = source.record_id")
         .whenMatchedUpdate(condition=resolved, set={"txn_state": "source.txn_state"})
         .whenNotMatchedInsertAll(condition=f"NOT ({held})" if held else None)
-        .execute()
     )
+    # Spark sizes a read of segment files by its list of tasks (a few rows), so it would broadcast the
+    # records read: a catch-up night's 46M records filled the driver's heap. The table's side is sized
+    # by its files, too large to broadcast anyway.
+    with broadcast_joins_off(spark):
+        merge.execute()
