@@ -10,16 +10,50 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.tables import materialized
-from transforms.gold import resume
+from transforms.gold import departures, resume
 from transforms.gold.generations import GROUP
 
+# How far before a group's first lookup its commits are read first (resume.narrowed_floors): a partition
+# silent for longer makes its group read again from its floor.
+NARROWED_MARGIN_MS = 3_600_000
 
-def commits_read_by(framed: DataFrame, commits: DataFrame, progress: Callable[[str], None]) -> DataFrame:
-    """The commits the rebalances in `framed` can read (resume.commit_floors), named by literals too: a
-    group's commits all sit in its `__consumer_offsets` partition, so the partitions of the groups with a
-    floor from the earliest floor on, and the partitions of those without one (a group's or
-    incarnation's first rebalance reads every commit before it) whole. `progress` hears which."""
+
+def commit_times_read_by(
+    framed: DataFrame,
+    assignments: DataFrame,
+    share_member_records: DataFrame,
+    commits: DataFrame,
+    progress: Callable[[str], None],
+    margin_ms: int = NARROWED_MARGIN_MS,
+) -> DataFrame:
+    """departures.commit_times_read_by for the rebalances in `framed`, read from the groups' narrowed
+    floors, then from their floors for the groups a narrowed read may answer otherwise (resume.py);
+    held. `progress` hears what was read."""
     floors = materialized(resume.commit_floors(framed))
+    narrowed = materialized(resume.narrowed_floors(framed, floors, margin_ms))
+    read = _commits_from_floors(framed, commits, narrowed, progress)
+    times = materialized(departures.commit_times_read_by(framed, assignments, read))
+    lookups = departures.commit_lookups(framed, assignments, share_member_records)
+    short = materialized(resume.groups_short_of_commits(lookups, times, narrowed))
+    count = short.count()
+    if count == 0:
+        return times
+    progress(f"{count:,} group(s) with a lookup before the narrowed floor: their commits read again from the floor")
+    again = framed.join(short, on=list(GROUP), how="left_semi")
+    floors_again = floors.join(short, on=list(GROUP), how="left_semi")
+    times_again = departures.commit_times_read_by(
+        again, assignments, _commits_from_floors(again, commits, floors_again, progress)
+    )
+    return materialized(times.join(short, on=list(GROUP), how="left_anti").unionByName(times_again))
+
+
+def _commits_from_floors(
+    framed: DataFrame, commits: DataFrame, floors: DataFrame, progress: Callable[[str], None]
+) -> DataFrame:
+    """The commits from `floors` of the rebalances in `framed`, named by literals too: a group's commits
+    all sit in its `__consumer_offsets` partition, so the partitions of the groups with a floor from the
+    earliest floor on, and the partitions of those without one (a group's or incarnation's first
+    rebalance may read every commit before it) whole. `progress` hears which."""
     placed = framed.groupBy(*GROUP).agg(
         F.collect_set("source_partition").alias("partitions"),
         F.max(F.col("source_partition").isNull()).alias("has_unplaced"),
@@ -43,7 +77,7 @@ def commits_read_by(framed: DataFrame, commits: DataFrame, progress: Callable[[s
             F.col("source_partition").isin(partitions) & (F.col("record_at") >= F.lit(since).cast("timestamp"))
         )
         read += f", {len(partitions)} from {since} on"
-    # A floor far back (an old generation a rebalance computed again reads from) makes a night read more
-    # of the log: said, so that a slow night can be told from a large one.
+    # A floor far back makes a night read more of the log: said, so that a slow night can be told from
+    # a large one.
     progress(f"commits read for the rebalances computed: {read}")
-    return resume.commits_from_floors(commits.where(condition), floors)
+    return resume.commits_from_floors(commits.where(condition), floors.select(*GROUP, "has_floor", "commit_floor_at"))

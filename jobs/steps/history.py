@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
-from jobs.history_commits import commits_read_by
+from jobs.history_commits import commit_times_read_by
 from jobs.runs import JobRun
 from jobs.tables import (
     HISTORY_TABLES,
@@ -104,24 +104,27 @@ def build_history(
     assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
     framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
     members = store("streams_members", streams_members.streams_members(gens, group_records))
-    to_compute, commits, kept = framed, offsets.filter_uncounted_commits(offset_commits), {}
-    if settled is not None:
+    commits = offsets.filter_uncounted_commits(offset_commits)
+    share_member_records = epochs.share_member_records(group_records)
+    if settled is None:
+        to_compute, kept = framed, {}
+        # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
+        commit_times = materialized(departures.commit_times_read_by(to_compute, assignments, commits))
+    else:
         keys = settled["rebalances"].join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
         kept = {
             name: rows.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
             for name, rows in settled.items()
         }
         to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
-        commits = commits_read_by(to_compute, commits, progress)
+        commit_times = commit_times_read_by(to_compute, assignments, share_member_records, commits, progress)
     changes = materialized(assignment_math.partition_changes(to_compute, assignments))
-    # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
-    commit_times = materialized(departures.commit_times_read_by(to_compute, assignments, commits))
     computed = rebalances.rebalances(
         to_compute,
         changes,
         assignments,
         commit_times,
-        epochs.share_member_records(group_records),
+        share_member_records,
         streams_members.standby_task_moves(framed, members),
         departure_slack_ms=settings.departure_slack_ms,
         default_session_timeout_ms=settings.consumer_session_timeout_ms,
@@ -184,7 +187,8 @@ def _changes(
 
 
 def touched_groups(changes: Mapping[str, DataFrame], history: Mapping[str, DataFrame], names: DataFrame) -> DataFrame:
-    """The groups whose history the changes can alter (see transforms/gold/touched.py)."""
+    """The groups whose history the changes can alter (see transforms/gold/touched.py); the commits' changes
+    as touched.commit_change_summary."""
     found = [touched.groups_of(changes[name]) for name in GROUP_RECORD_TABLES if name in changes]
     if "offset_commits" in changes:
         found.append(touched.groups_with_commits_seen_by_rebalances(changes["offset_commits"], history["rebalances"]))
@@ -223,6 +227,8 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         build_history(silver, topic_ids, settings, _cluster_store(spark, config, commit_note))
         run.count_tables(HISTORY_TABLES)
         return
+    if "offset_commits" in changes:  # nearly all the night's rows: read once, by group partition
+        changes["offset_commits"] = materialized(touched.commit_change_summary(changes["offset_commits"]))
     names = materialized(epochs.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
     history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
     groups = materialized(touched_groups(changes, history_rows, names))

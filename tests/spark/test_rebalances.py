@@ -85,9 +85,9 @@ COMMITS = [
 ]
 
 
-def framed_history(spark):
-    """(framed rebalances, partition changes, assignments) of HISTORY."""
-    gens = generations.classic_generations(*group_tables(spark, HISTORY)).localCheckpoint()
+def framed_history(spark, history=HISTORY):
+    """(framed rebalances, partition changes, assignments) of `history`."""
+    gens = generations.classic_generations(*group_tables(spark, history)).localCheckpoint()
     assignments = generations.explode_generation_assignments(gens).localCheckpoint()
     framed = rebalances.logical_rebalances(gens, assignments, round_gap_fallback_ms=300_000).localCheckpoint()
     return framed, assignment_math.partition_changes(framed, assignments).localCheckpoint(), assignments
@@ -258,7 +258,57 @@ def test_rebalances_read_from_the_commit_times_they_can_read_equal_those_read_fr
     from_every_commit = rebalance_rows(spark, framed, changes, assignments, counted)
     assert from_every_commit.where(F.col("estimated_pause_ms").isNotNull()).count() > 0
     assert from_every_commit.where(F.size("members_left") > 0).count() > 0
+
     def comparable(rows):  # a map column cannot be sorted by
         return rows.withColumn("skew_by_topic", map_text(F.col("skew_by_topic")))
 
     assert_df_equality(comparable(from_times), comparable(from_every_commit), ignore_row_order=True)
+
+
+# B leaves at 400 s; its partition (orders 1) last committed at 130 s, A's (orders 0) every 3 s.
+QUIET = [
+    record("quiet", 30, 100, 1, [("A", None, ["orders"], orders(0)), ("B", None, ["orders"], orders(1))]),
+    record("quiet", 31, 400.5, 2, [("A", None, ["orders"], orders(0, 1))], joined_at=400),
+]
+QUIET_COMMITS = [
+    commit(2000, 130, "quiet", "orders", 1, 40),
+    *[commit(2001 + index, seconds, "quiet", "orders", 0, index) for index, seconds in enumerate(range(100, 421, 3))],
+]
+
+
+def test_commit_times_read_from_narrowed_floors_equal_those_read_from_every_commit(spark):
+    from jobs.history_commits import commit_times_read_by
+
+    framed, _, assignments = framed_history(spark, HISTORY + QUIET)
+    # What a night computes: life's later rebalances (its floor, generation 2 at 25 s, lies minutes back)
+    # and quiet's one.
+    later = framed.where(F.col("group_id").isin("life", "quiet") & (F.col("join_completed_at") >= at(150)))
+    changes = assignment_math.partition_changes(later, assignments).localCheckpoint()
+    dense = [
+        commit(1000 + index, seconds, "life", "orders", partition, index)
+        for index, (seconds, partition) in enumerate((s, p) for s in range(0, 420, 3) for p in (0, 1))
+    ]
+    counted = offsets.filter_uncounted_commits(commits(spark, COMMITS + dense + QUIET_COMMITS)).localCheckpoint()
+    no_share_members = spark.createDataFrame(
+        [], "cluster string, group_id string, member_id string, record_at timestamp"
+    )
+    heard = []
+
+    times = commit_times_read_by(later, assignments, no_share_members, counted, heard.append, margin_ms=0)
+
+    since_start = F.min(F.unix_seconds("record_at")) - F.unix_seconds(F.lit(at(0)))
+    earliest = {row.group_id: row.first for row in times.groupBy("group_id").agg(since_start.alias("first")).collect()}
+    assert earliest["life"] >= 180  # narrowed to the minute of its first lookup (200 s), and enough
+    assert earliest["quiet"] <= 130  # B's last commit lies before the narrowed floor: read again
+    assert [line for line in heard if "read again" in line] == [
+        "1 group(s) with a lookup before the narrowed floor: their commits read again from the floor"
+    ]
+    from_times = rebalance_rows(spark, later, changes, assignments, times)
+    from_every_commit = rebalance_rows(spark, later, changes, assignments, counted)
+    quiet = from_every_commit.where(F.col("group_id") == "quiet").select(F.col("members_left")[0].alias("b")).first().b
+    assert (quiet.member_id, quiet.silent_ms) == ("B", 270_000)  # last seen at its commit at 130 s
+    assert_df_equality(
+        from_times.withColumn("skew_by_topic", map_text(F.col("skew_by_topic"))),
+        from_every_commit.withColumn("skew_by_topic", map_text(F.col("skew_by_topic"))),
+        ignore_row_order=True,
+    )

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from chispa import assert_df_equality
+
 from transforms.gold.resume import change_starts, commit_floors, settled_rebalances
+from transforms.gold.touched import commit_change_summary
 
 START = datetime(2026, 11, 2)
 
@@ -100,3 +103,30 @@ def test_commits_are_read_from_the_minute_of_the_earliest_generation_a_computed_
     floors = {row.group_id: row for row in commit_floors(framed).collect()}
     assert (floors["g"].has_floor, floors["g"].commit_floor_at) == (True, at(120.0))
     assert floors["h"].has_floor is False  # a first rebalance: every commit before it counts
+
+
+def test_change_starts_from_the_summary_of_the_changed_commits_equal_those_from_the_commits(spark):
+    schema = "cluster string, group_id string, source_partition int, source_offset long, record_at timestamp"
+    records = spark.createDataFrame([("c", "g", 7, 60, at(60))], schema)
+    changed_commits = spark.createDataFrame(
+        [
+            ("c", "g", 7, 50, at(50)),
+            ("c", "g", 7, 47, at(48)),  # the lowest offset is not the earliest time's
+            ("c", "g", 7, 52, at(44)),
+            ("c", "h", 3, 10, at(5)),  # two partitions: unplaced
+            ("c", "h", 4, 9, at(6)),
+            ("c", "u", 2, 29, at(1)),
+            ("c", "u", 2, 30, None),  # untimed: unplaced
+        ],
+        schema,
+    )
+    groups = spark.createDataFrame([("c", g) for g in "ghux"], "cluster string, group_id string")
+    summary = commit_change_summary(changed_commits)
+
+    from_commits = change_starts([records, changed_commits], changed_commits, groups)
+    from_summary = change_starts([records, summary], summary, groups)
+
+    assert summary.count() == 4
+    assert_df_equality(from_summary, from_commits, ignore_row_order=True, ignore_nullable=True)
+    starts = {row.group_id: (row.changed_from_offset, row.changed_from_at) for row in from_commits.collect()}
+    assert starts == {"g": (47, at(44)), "h": (None, None), "u": (None, None), "x": (None, None)}

@@ -110,6 +110,34 @@ def _pause_probes(rebalances: DataFrame) -> DataFrame:
     )
 
 
+def commit_lookups(rebalances: DataFrame, assignments: DataFrame, share_member_records: DataFrame) -> DataFrame:
+    """framed rebalances + assignments + share members' own records -> the "latest commit at or before"
+    lookups that members_left and pause_estimates make: (cluster, group_id, topic, partition, probed_at,
+    known_from). A leaver's is in one partition; a pause's in any of its group's (topic and partition
+    null). A commit earlier than `known_from` cannot change what the lookup yields: the leaver's last
+    sign of life is the latest of it and the generation's last record (a share member's: its own last
+    record), and a pause starts only from a commit at or after the generation before was recorded
+    (`before_recorded_at`). Their other lookup, the earliest commit after completion, looks forward
+    from `recorded_at`."""
+    leavers = _leavers(rebalances)
+    last_records = leavers.join(
+        _last_own_records(leavers, share_member_records), on=[*REBALANCE, "member_key"], how="left"
+    ).select(*REBALANCE, "member_key", F.coalesce("before_last_recorded_at", "last_own_record_at").alias("known_from"))
+    of_leavers = _leaver_probes(leavers, assignments).join(last_records, on=[*REBALANCE, "member_key"], how="inner")
+    of_pauses = _pause_probes(rebalances).select(
+        *GROUP,
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        "join_completed_at",
+        F.col("before_recorded_at").alias("known_from"),
+    )
+    return (
+        of_leavers.select(*OFFSET_KEY, "join_completed_at", "known_from")
+        .unionByName(of_pauses)
+        .select(*OFFSET_KEY, F.col("join_completed_at").alias("probed_at"), "known_from")
+    )
+
+
 def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits: DataFrame) -> DataFrame:
     """framed rebalances + assignments + counted commits -> (OFFSET_KEY, record_at): the commit times that
     `members_left` and `pause_estimates` of these rebalances can land on, found in one pass over the
@@ -154,6 +182,21 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     return per_minute.select(*OFFSET_KEY, F.explode(times).alias("record_at"))
 
 
+def _last_own_records(left: DataFrame, share_member_records: DataFrame) -> DataFrame:
+    """_leavers + share members' own records -> (rebalance, member_key, last_own_record_at) of share leavers."""
+    own_records = share_member_records.select(
+        "cluster", "group_id", F.col("member_id").alias("own_member_id"), F.col("record_at").alias("own_record_at")
+    )
+    return (
+        left.where(F.col("is_share"))
+        .select(*REBALANCE, "member_key", "join_completed_at", F.col("m.member_id").alias("own_member_id"))
+        .join(own_records, on=["cluster", "group_id", "own_member_id"], how="inner")
+        .where(F.col("own_record_at") <= F.col("join_completed_at"))
+        .groupBy(*REBALANCE, "member_key")
+        .agg(F.max("own_record_at").alias("last_own_record_at"))
+    )
+
+
 def members_left(
     rebalances: DataFrame,
     assignments: DataFrame,
@@ -166,17 +209,7 @@ def members_left(
     """framed rebalances (left_members, before_generation, ...) + share members' own records (cluster,
     group_id, member_id, record_at) -> (rebalance, members_left: DEPARTUREs)."""
     left = _leavers(rebalances)
-    own_records = share_member_records.select(
-        "cluster", "group_id", F.col("member_id").alias("own_member_id"), F.col("record_at").alias("own_record_at")
-    )
-    last_own_records = (
-        left.where(F.col("is_share"))
-        .select(*REBALANCE, "member_key", "join_completed_at", F.col("m.member_id").alias("own_member_id"))
-        .join(own_records, on=["cluster", "group_id", "own_member_id"], how="inner")
-        .where(F.col("own_record_at") <= F.col("join_completed_at"))
-        .groupBy(*REBALANCE, "member_key")
-        .agg(F.max("own_record_at").alias("last_own_record_at"))
-    )
+    last_own_records = _last_own_records(left, share_member_records)
     probes = _leaver_probes(left, assignments)
     last_commits = (
         latest_at_or_before(

@@ -30,7 +30,10 @@ The rebalances computed read commits from the group's `commit_floor_at`: the min
 reading never uses an earlier commit: a leaver's last sign of life is the latest of its generation's
 last record and its commits (departures.members_left), and a pause counts only from a commit in the
 generation before (departures.pause_estimates). Whole minutes, as departures.commit_times_around reduces
-commits by minute.
+commits by minute. Such a floor can lie days back (a group stable for a week: its `before` generation),
+while a lookup nearly always lands minutes before it: so a run reads from a floor narrowed to an hour
+before the group's first lookup, and again from the floor only for the groups whose lookups the
+narrowed read cannot answer for sure (narrowed_floors, groups_short_of_commits).
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
 
 
 def change_starts(changed_rows: list[DataFrame], changed_commits: DataFrame, groups: DataFrame) -> DataFrame:
-    """Changed rows of the silver tables (`changed_commits` among them) + the touched groups -> (cluster,
-    group_id, changed_from_offset, changed_from_at, source_partition, has_changed_commits); the first two
-    null where a group settles nothing."""
+    """Changed rows of the silver tables (the commits' as touched.commit_change_summary rows,
+    `changed_commits`, among them) + the touched groups -> (cluster, group_id, changed_from_offset,
+    changed_from_at, source_partition, has_changed_commits); the first two null where a group settles
+    nothing."""
     changed = functools.reduce(
         DataFrame.unionByName,
         [rows.select(*GROUP, "source_partition", "source_offset", "record_at") for rows in changed_rows],
@@ -128,3 +132,61 @@ def commits_from_floors(commits: DataFrame, floors: DataFrame) -> DataFrame:
         .where(~F.col("has_floor") | F.col("record_at").isNull() | (F.col("record_at") >= F.col("commit_floor_at")))
         .drop("has_floor", "commit_floor_at")
     )
+
+
+def narrowed_floors(framed: DataFrame, floors: DataFrame, margin_ms: int) -> DataFrame:
+    """commit_floors -> the same with each floor moved up to the minute `margin_ms` before the group's
+    first lookup (its earliest join or completion among `framed`) where that is later, and `is_narrowed`.
+
+    A floor is where a lookup's search may have to reach back to: a group stable for a week reads a
+    week of its partitions' commits for the one rebalance of the night. Nearly always the commit each
+    lookup lands on is minutes before it, so a run reads from the narrowed floor first and reads again
+    from the floor only the groups with a lookup that finds nothing there (groups_short_of_commits)."""
+    first_lookup = F.min(F.least("join_completed_at", "recorded_at"))
+    narrowed_at = F.timestamp_millis(
+        F.floor((F.unix_millis("first_lookup_at") - F.lit(margin_ms)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)
+    )
+    is_narrowed = F.col("first_lookup_at").isNotNull() & (
+        ~F.col("has_floor") | (narrowed_at > F.col("commit_floor_at"))
+    )
+    return (
+        framed.groupBy(*GROUP)
+        .agg(first_lookup.alias("first_lookup_at"))
+        .join(floors, on=list(GROUP), how="inner")
+        .select(
+            *GROUP,
+            (F.col("has_floor") | is_narrowed).alias("has_floor"),
+            F.when(is_narrowed, narrowed_at).otherwise(F.col("commit_floor_at")).alias("commit_floor_at"),
+            is_narrowed.alias("is_narrowed"),
+        )
+    )
+
+
+def groups_short_of_commits(lookups: DataFrame, commit_times: DataFrame, narrowed: DataFrame) -> DataFrame:
+    """departures.commit_lookups + the commit times read from `narrowed` floors -> the narrowed groups
+    (cluster, group_id) with a lookup those times may answer otherwise than every commit would.
+
+    A "latest at or before" lookup finds the true latest commit when one lies between the floor and the
+    probe, and cannot be changed by a commit before the floor when its `known_from` is at or after the
+    floor; the forward lookups start after the narrowed floor (narrowed_floors). Any other lookup may
+    land on a commit the narrowed read left out."""
+    floor = F.col("floor.commit_floor_at")
+    open_lookups = (
+        lookups.alias("lookup")
+        .join(narrowed.where("is_narrowed").alias("floor"), on=list(GROUP), how="inner")
+        .where(F.col("probed_at").isNotNull() & ~F.coalesce(F.col("known_from") >= floor, F.lit(False)))
+        .select(*GROUP, "topic", "partition", "probed_at", floor.alias("floor_at"))
+    )
+    times = commit_times.select(
+        *[F.col(key).alias(f"time_{key}") for key in ("cluster", "group_id", "topic", "partition")], "record_at"
+    )
+    in_partition = F.col("partition").isNull() | (
+        (F.col("topic") == F.col("time_topic")) & (F.col("partition") == F.col("time_partition"))
+    )
+    answered = (
+        (F.col("cluster") == F.col("time_cluster"))
+        & (F.col("group_id") == F.col("time_group_id"))
+        & in_partition
+        & F.col("record_at").between(F.col("floor_at"), F.col("probed_at"))
+    )
+    return open_lookups.join(times, on=answered, how="left_anti").select(*GROUP).distinct()

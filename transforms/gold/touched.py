@@ -32,12 +32,27 @@ def groups_of(rows: DataFrame) -> DataFrame:
     return rows.select(*GROUP).distinct()
 
 
-def _changed_commit_spans(changed_commits: DataFrame) -> DataFrame:
-    """(group) -> the earliest and latest record_at of its changed commits, and whether one has none."""
-    return changed_commits.groupBy(*GROUP).agg(
-        F.min("record_at").alias("first_changed_at"),
-        F.max("record_at").alias("last_changed_at"),
+def commit_change_summary(changed_commits: DataFrame) -> DataFrame:
+    """A night's changed commits (nearly all its rows) -> one row per group partition standing for them
+    wherever history reads them, so that they are read once: (cluster, group_id, source_partition,
+    source_offset, record_at, last_record_at, has_untimed_change). `source_offset` and `record_at` are the
+    lowest and earliest, null when a row lacks one (resume.change_starts takes such a row as unplaced,
+    as it would the row itself); `last_record_at` the latest."""
+    return changed_commits.groupBy(*GROUP, "source_partition").agg(
+        F.when(~F.max(F.col("source_offset").isNull()), F.min("source_offset")).alias("source_offset"),
+        F.when(~F.max(F.col("record_at").isNull()), F.min("record_at")).alias("record_at"),
+        F.max("record_at").alias("last_record_at"),
         F.max(F.col("record_at").isNull()).alias("has_untimed_change"),
+    )
+
+
+def _changed_commit_spans(summary: DataFrame) -> DataFrame:
+    """commit_change_summary -> (group) the earliest and latest record_at of its changed commits, and
+    whether one has none."""
+    return summary.groupBy(*GROUP).agg(
+        F.min("record_at").alias("first_changed_at"),
+        F.max("last_record_at").alias("last_changed_at"),
+        F.max("has_untimed_change").alias("has_untimed_change"),
     )
 
 
@@ -55,8 +70,9 @@ def _rebalance_probes(rebalances: DataFrame) -> DataFrame:
 
 
 def groups_with_commits_seen_by_rebalances(changed_commits: DataFrame, rebalances: DataFrame) -> DataFrame:
-    """Groups with a changed commit (any state: a pending one may count tomorrow, a deleted one counted)
-    that one of their rebalances (gold, as the tables hold them) can read.
+    """commit_change_summary of the changed commits + gold rebalances -> the groups with a changed commit
+    (any state: a pending one may count tomorrow, a deleted one counted) that one of their rebalances (gold,
+    as the tables hold them) can read.
 
     A rebalance with departures reads its leavers' commits at or before its join (members_left); an eager
     one reads the group's commits at or before its join and the first commit after its
