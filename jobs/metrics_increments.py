@@ -42,7 +42,7 @@ from jobs.metrics_writes import (
     write_table,
 )
 from jobs.runs import JobRun
-from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk
+from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk, materialized
 from jobs.watermarks import ChangesUnavailable, changes_since, note
 from schemas import gold, ops
 from schemas.metrics_carry import metrics_carry_schema
@@ -57,7 +57,7 @@ from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 SNAPSHOT_LOOKBACK = timedelta(days=1)
 UNCERTAIN_TIME_LAG = (lag.METHOD_LOWER_BOUND, lag.METHOD_TOO_FEW_POINTS)
 # What the night's changed commits are read for (where evaluations start, the days reached, the last
-# day): a night's worth of rows is held, so not the columns nothing reads.
+# day): not the columns nothing reads.
 CHANGED_COMMIT_COLUMNS = (
     *OFFSET_KEY, "source_partition", "source_offset", "record_at", "is_tombstone", "committed_offset",
     "committed_at", "expires_at", "txn_state", "_change_type",
@@ -212,8 +212,10 @@ def continue_metrics(
             cluster_rows(spark, config, "offset_commits").schema,
         )
         .select(*CHANGED_COMMIT_COLUMNS)
-        .transform(held_on_disk)
     )  # fmt: skip
+    # What the starts and the days read of the changed commits (nearly all the night's rows): read once
+    # into a row per group partition, not the rows held (last_day_reached reads them only without a run date).
+    earliest_commit_changes = materialized(metrics_carry.earliest_changes(commits_changed))
     snapshots_changed = input_changes(
         spark, config, END_OFFSETS, covered[END_OFFSETS], versions[END_OFFSETS], ops.end_offsets_schema
     ).localCheckpoint()
@@ -222,7 +224,7 @@ def continue_metrics(
         for name in HISTORY_COLUMNS
     }
     covered_last_day = day_of(covered[LAST_DAY])
-    changed = (commits_changed, snapshots_changed, *history_changed.values())
+    changed = (earliest_commit_changes, snapshots_changed, *history_changed.values())
     if config.run_date in (None, covered_last_day) and all(rows.isEmpty() for rows in changed):
         # Every table is a function of these inputs and the last day (the run date, else carried), so each
         # would be written again as it is. The note stays: the next night reads these empty changes again.
@@ -231,7 +233,7 @@ def continue_metrics(
         return
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     starts = metrics_carry.group_partition_starts(
-        commits_changed, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
+        earliest_commit_changes, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
     ).localCheckpoint()
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
@@ -258,6 +260,6 @@ def continue_metrics(
         "evaluated_at", GROUP, commit_note,
     )  # fmt: skip
     days_changed = metrics_carry.group_change_days(
-        commits_changed, history_changed["generations"], history_changed["rebalances"], starts
+        earliest_commit_changes, history_changed["generations"], history_changed["rebalances"], starts
     )
     continue_group_daily(spark, config, run, days_changed, covered_last_day, last_day, commit_note)

@@ -69,6 +69,12 @@ def carry_tails(records: DataFrame, *, intervals: int, min_distance_ms: int) -> 
     )
 
 
+def earliest_changes(commit_changes: DataFrame) -> DataFrame:
+    """Changed offset_commits rows -> (group partition, record_at): the earliest changed record time of
+    each (an untimed one: EARLIEST), all that group_partition_starts and group_change_days read of them."""
+    return commit_changes.groupBy(*OFFSET_KEY).agg(F.min(_record_time(F.col("record_at"))).alias("record_at"))
+
+
 def group_partition_starts(
     commit_changes: DataFrame, snapshot_changes: DataFrame, carry: DataFrame, *, min_distance_ms: int
 ) -> DataFrame:
