@@ -112,8 +112,12 @@ def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: D
     return inserts.join(revisited, on="record_id", how="left_anti").unionByName(ranked)
 
 
+# What merge_resolved_transactions reads of each resolved record.
+RESOLVED_COLUMNS = ("record_id", "txn_state", "source_partition", "source_offset", "record_at")
+
+
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:
-    """Held pending offset commits take the state their transaction's marker gave them.
+    """Held pending records (raw_records, offset_commits) take the state their transaction's marker gave them.
 
     `resolved` (record_id, txn_state, source_partition, source_offset, record_at): the merge names the
     offsets and times the resolved records hold, so that Delta reads only the files whose statistics

@@ -119,9 +119,7 @@ def _decode_changes(
             latest = latest.persist(StorageLevel.DISK_ONLY)
         try:
             inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
-            resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(
-                "record_id", "txn_state", "source_partition", "source_offset", "record_at"
-            )
+            resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(*raw_changes.RESOLVED_COLUMNS)
             deleted = latest.where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
             if "offset_commits" in tables and not resolved.isEmpty():
                 raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)

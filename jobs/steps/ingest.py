@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
 from jobs.file_states import file_states
 from jobs.ingest_plan import FileRead, ReadPlan, holds_other_sources, plan_reads
+from jobs.raw_changes import RESOLVED_COLUMNS, merge_resolved_transactions
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
-from jobs.tables import RAW_RECORDS, broadcast_joins_off, ensure_table, sql_string_literal, table_location
+from jobs.tables import (
+    RAW_RECORDS,
+    broadcast_joins_off,
+    ensure_table,
+    held_on_disk,
+    sql_string_literal,
+    table_location,
+)
 from schemas.bronze import raw_records_schema
 from transforms.bronze import RECORDS_PER_BATCH, arrow_batches, raw_records_from_landed, raw_rows_schema, with_record_at
 from transforms.decoder.log_record import LogRecord
@@ -123,22 +133,37 @@ def add_rows(spark: SparkSession, config: Config, rows: DataFrame, plan: ReadPla
     # them joins the rows with the whole table, so it is done only where copies can exist; otherwise
     # the only records held already are pending ones whose transaction has resolved, or none.
     if plan.repeats_records or inputs_may_repeat_records(config) or holds_other_sources(spark, config):
-        merge_raw_rows(spark, table, one_copy_per_record(rows), config.cluster, only_pending_matches=False)
+        merge_raw_rows(spark, table, one_copy_per_record(rows), config.cluster)
     elif plan.has_pending:
-        # Only a partition holding a pending transaction can resolve a record the table holds: its rows are
-        # merged, the other partitions' appended (a merge reads its source twice and joins it with the
-        # table). Two commits, each with all of its partitions' rows: a run killed between them leaves
-        # each file's rows whole in or out, and the next run reads on from what the table holds.
+        # Only a record at a position the table holds can be one it holds pending, now resolved: those few
+        # are merged, every other record appended (a merge joins its whole source with the table: a
+        # catch-up night's 46M records took it 14 minutes). The partitions holding a pending transaction
+        # are read once, held on disk for both. Two commits, the merge first: a run killed between them
+        # leaves the resolved states in and the new records out, and the next run reads each file on
+        # from the last batch the table holds.
         waiting = [reads for reads in plan.partitions if _holds_pending(reads)]
         others = [reads for reads in plan.partitions if not _holds_pending(reads)]
         known = {read.path: read.known_through for reads in waiting for read in reads if read.known_through >= 0}
-        resolving = read_partition_directories(spark, waiting, config.cluster, run_id)
-        merge_raw_rows(spark, table, resolving, config.cluster, only_pending_matches=True, known_through=known)
+        waiting_rows = held_on_disk(read_partition_directories(spark, waiting, config.cluster, run_id))
+        is_held = _is_held(known)
+        resolved = waiting_rows.where(is_held).select(*RESOLVED_COLUMNS)
+        if not resolved.isEmpty():
+            merge_resolved_transactions(spark, table, resolved, config.cluster)
+        new_rows = waiting_rows.where(~is_held)
         if others:
-            appended = read_partition_directories(spark, others, config.cluster, run_id)
-            appended.write.format("delta").mode("append").save(table_location(spark, table))
+            new_rows = new_rows.unionByName(read_partition_directories(spark, others, config.cluster, run_id))
+        new_rows.write.format("delta").mode("append").save(table_location(spark, table))
     else:
         rows.write.format("delta").mode("append").save(table_location(spark, table))
+
+
+def _is_held(known_through: Mapping[str, int]) -> Column:
+    """A raw row at a position the table holds of its file (file -> the last batch position held)."""
+    held = [
+        (F.col("source_file") == F.lit(path)) & F.coalesce(F.col("batch_position") <= F.lit(position), F.lit(False))
+        for path, position in sorted(known_through.items())
+    ]
+    return functools.reduce(operator.or_, held, F.lit(False))
 
 
 def _holds_pending(reads: Sequence[FileRead]) -> bool:
@@ -156,38 +181,16 @@ def one_copy_per_record(rows: DataFrame) -> DataFrame:
     return rows.withColumn("_copy", F.row_number().over(preference)).where(F.col("_copy") == 1).drop("_copy")
 
 
-def merge_raw_rows(
-    spark: SparkSession,
-    table: str,
-    rows: DataFrame,
-    cluster: str,
-    only_pending_matches: bool,
-    known_through: Mapping[str, int] | None = None,
-) -> None:
-    """Inserts the records the table lacks and stamps held pending ones with their resolved state.
-
-    `only_pending_matches`: no row can repeat a held record other than a pending one, so only the
-    table's files with pending records are joined (Delta skips the others by their statistics). A file
-    read on from its first pending batch re-reads every resolved record after it too: a transaction of
-    another producer that began later and was resolved before the last run (two producers' transactions
-    interleave in one partition). The table holds those already, resolved, so they match no pending row
-    and must not be inserted: `known_through` (file -> the last batch position the table holds of it)
-    says which they are.
-    """
-    target_scope = f"target.cluster = {sql_string_literal(cluster)}"
-    if only_pending_matches:
-        target_scope += f" AND target.txn_state = '{TXN_PENDING}'"
+def merge_raw_rows(spark: SparkSession, table: str, rows: DataFrame, cluster: str) -> None:
+    """Inserts the records the table lacks and stamps held pending ones with their resolved state."""
+    scope = f"target.cluster = {sql_string_literal(cluster)} AND target.record_id = source.record_id"
     resolved = f"target.txn_state = '{TXN_PENDING}' AND source.txn_state IN ('{TXN_COMMITTED}', '{TXN_ABORTED}')"
-    held = " OR ".join(
-        f"(source.source_file = {sql_string_literal(path)} AND coalesce(source.batch_position <= {position}, false))"
-        for path, position in sorted((known_through or {}).items())
-    )
     merge = (
         DeltaTable.forName(spark, table)
         .alias("target")
-        .merge(rows.alias("source"), f"{target_scope} AND target.record_id = source.record_id")
+        .merge(rows.alias("source"), scope)
         .whenMatchedUpdate(condition=resolved, set={"txn_state": "source.txn_state"})
-        .whenNotMatchedInsertAll(condition=f"NOT ({held})" if held else None)
+        .whenNotMatchedInsertAll()
     )
     # Spark sizes a read of segment files by its list of tasks (a few rows), so it would broadcast the
     # records read: a catch-up night's 46M records filled the driver's heap. The table's side is sized

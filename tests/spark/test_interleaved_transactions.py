@@ -89,3 +89,47 @@ def test_the_nights_hold_what_one_read_of_the_whole_log_holds(nights):
     states, once = nights
     _, last = states[-1]
     assert [(offset, state) for _, offset, state in last] == [(offset, state) for _, offset, state in once]
+
+
+def test_a_night_killed_between_resolving_and_appending_leaves_what_an_uninterrupted_one_does(
+    spark, spark_config, tmp_path, monkeypatch, nights
+):
+    """Ingest resolves held pending records in one commit and appends the new ones in the next: a run
+    killed between the two (here: failing right after the first) and run again holds what the
+    uninterrupted nights hold, night by night."""
+    import jobs.steps.ingest as ingest_step
+
+    uninterrupted, _ = nights
+    live = tmp_path / PARTITION
+    live.mkdir()
+    config = replace(spark_config, cluster="interleaved-killed", segment_paths=(str(tmp_path),))
+    segment = live / "00000000000000000000.log"
+    resolve = ingest_step.merge_resolved_transactions
+    killed = []
+
+    def resolve_then_die(*args, **kwargs):
+        resolve(*args, **kwargs)
+        killed.append(True)
+        raise RuntimeError("killed after the resolving commit")
+
+    states = []
+    for index, night in enumerate((NIGHT_1, NIGHT_2, NIGHT_3, NIGHT_4)):
+        with open(segment, "ab") as log:
+            log.write(night)
+        if index == 1:
+            with monkeypatch.context() as patch:
+                patch.setattr(ingest_step, "merge_resolved_transactions", resolve_then_die)
+                with JobRun(spark, config, "nightly") as run:
+                    ingest(spark, config, run)
+            assert killed and run.exit_code != 0
+            # The resolving commit is in: the aborted transaction shows, night 2's new record does not.
+            assert [(offset, state) for _, offset, state in raw_rows(spark, config)] == [
+                (0, "aborted"),
+                (1, "committed"),
+            ]
+        counts = nightly(spark, config)
+        states.append((counts["raw_records"], raw_rows(spark, config)))
+
+    assert [(count, [row[1:] for row in rows]) for count, rows in states] == [
+        (night_counts["raw_records"], [row[1:] for row in rows]) for night_counts, rows in uninterrupted
+    ]

@@ -47,7 +47,7 @@ def test_records_read_from_segments_are_merged_without_a_broadcast(spark, spark_
     assert rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes() < 10 * 2**20  # taken for small
     before = max((execution_id for execution_id, _ in _executions(spark)), default=-1)
 
-    merge_raw_rows(spark, table, rows, config.cluster, only_pending_matches=False)
+    merge_raw_rows(spark, table, rows, config.cluster)
 
     plans = [plan for execution_id, plan in _executions(spark) if execution_id > before]
     assert any("Join" in plan for plan in plans), "the merge's join was not among the executions recorded"
