@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from chispa import assert_df_equality
 
-from transforms.gold.resume import change_starts, commit_floors, settled_rebalances
+from transforms.gold.resume import change_starts, commit_floors, narrowed_floors, settled_rebalances
 from transforms.gold.touched import commit_change_summary
 
 START = datetime(2026, 11, 2)
@@ -130,3 +130,20 @@ def test_change_starts_from_the_summary_of_the_changed_commits_equal_those_from_
     assert_df_equality(from_summary, from_commits, ignore_row_order=True, ignore_nullable=True)
     starts = {row.group_id: (row.changed_from_offset, row.changed_from_at) for row in from_commits.collect()}
     assert starts == {"g": (47, at(44)), "h": (None, None), "u": (None, None), "x": (None, None)}
+
+
+def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_but_never_for_a_group_without_one(spark):
+    framed = spark.createDataFrame(
+        [
+            ("c", "g", at(7230.5), at(7231.0), at(10.0), at(20.0)),
+            ("c", "g", at(9000.0), at(9001.0), at(7231.0), at(7231.0)),
+            ("c", "new", at(7230.5), at(7231.0), None, None),  # an incarnation's first rebalance: no floor
+        ],
+        "cluster string, group_id string, join_completed_at timestamp, recorded_at timestamp,"
+        " before_recorded_at timestamp, before_last_recorded_at timestamp",
+    )
+
+    narrowed = {row.group_id: row for row in narrowed_floors(framed, commit_floors(framed), 3_600_000).collect()}
+
+    assert (narrowed["g"].has_floor, narrowed["g"].is_narrowed, narrowed["g"].commit_floor_at) == (True, True, at(3600))
+    assert (narrowed["new"].has_floor, narrowed["new"].is_narrowed) == (False, False)

@@ -146,16 +146,16 @@ def narrowed_floors(framed: DataFrame, floors: DataFrame, margin_ms: int) -> Dat
     narrowed_at = F.timestamp_millis(
         F.floor((F.unix_millis("first_lookup_at") - F.lit(margin_ms)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)
     )
-    is_narrowed = F.col("first_lookup_at").isNotNull() & (
-        ~F.col("has_floor") | (narrowed_at > F.col("commit_floor_at"))
-    )
+    # A group without a floor (an incarnation's first rebalance) is not narrowed: its lookups find no
+    # commit before it, which only a read of every commit before it can show (it was read twice).
+    is_narrowed = F.col("has_floor") & F.col("first_lookup_at").isNotNull() & (narrowed_at > F.col("commit_floor_at"))
     return (
         framed.groupBy(*GROUP)
         .agg(first_lookup.alias("first_lookup_at"))
         .join(floors, on=list(GROUP), how="inner")
         .select(
             *GROUP,
-            (F.col("has_floor") | is_narrowed).alias("has_floor"),
+            "has_floor",
             F.when(is_narrowed, narrowed_at).otherwise(F.col("commit_floor_at")).alias("commit_floor_at"),
             is_narrowed.alias("is_narrowed"),
         )
