@@ -147,8 +147,12 @@ def narrowed_floors(framed: DataFrame, floors: DataFrame, margin_ms: int) -> Dat
         F.floor((F.unix_millis("first_lookup_at") - F.lit(margin_ms)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)
     )
     # A group without a floor (an incarnation's first rebalance) is not narrowed: its lookups find no
-    # commit before it, which only a read of every commit before it can show (it was read twice).
-    is_narrowed = F.col("has_floor") & F.col("first_lookup_at").isNotNull() & (narrowed_at > F.col("commit_floor_at"))
+    # commit before it, which only a read of every commit before it can show (it was read twice). Nor
+    # one whose floor would move by less than the margin: a second read costs more than it saves.
+    gain_ms = F.unix_millis(narrowed_at) - F.unix_millis("commit_floor_at")
+    is_narrowed = (
+        F.col("has_floor") & F.col("first_lookup_at").isNotNull() & (gain_ms > F.lit(0)) & (gain_ms >= F.lit(margin_ms))
+    )
     return (
         framed.groupBy(*GROUP)
         .agg(first_lookup.alias("first_lookup_at"))
