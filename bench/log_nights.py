@@ -1,10 +1,19 @@
 """A generated log as the broker held it at each midnight, written night after night into one live path.
 
-A segment file cut at a batch boundary is a real earlier log: the broker appends whole batches, so every
-prefix that ends on a boundary is a file it once held. The cut at a moment keeps, of each segment file,
-every batch up to the first whose max timestamp is after the moment (tests/log_cuts.py does the same for
-lab captures, decoding every record; here only batch headers are read, so that a 10M-record night is
-framed in seconds). A segment with nothing kept yet does not exist yet: segments roll as the log grows.
+A partition's log cut at a batch boundary is a real earlier log: the broker appends whole batches to the
+newest segment, so every prefix of the partition's batches, in log order, is a log it once held. The cut
+at a moment keeps each partition's batches up to the first one *written* after the moment; only batch
+headers are read, so that a 10M-record night is framed in seconds. A segment with nothing kept yet does
+not exist yet: segments roll as the log grows.
+
+A batch was written no later than its max timestamp, nor than any batch after it in the log (appends
+are in log order): so its writing time is taken as the least max timestamp of it and every later batch
+of its partition. Where timestamps grow with the log (a broker's coordinator stamps its own clock) that
+is the batch's own. The generator does not always: partition 4 of the issue's estate opens its second
+segment with a group's records stamped eleven days on; cut by their own timestamps, that segment was
+missing for seven nights while the segments after it were there (a log no broker ever held), and came
+on the eighth as a late backup. (tests/log_cuts.py cuts lab captures, real broker logs, by each batch's
+own timestamp.)
 
 `write_cut` writes a cut INTO THE SAME PATHS as the night before's: a file only grows, by appending the
 bytes the broker appended since (same inode, earlier bytes untouched), and a new segment appears as a new
@@ -34,6 +43,7 @@ LOG_OVERHEAD = 12  # baseOffset and batchLength precede what batchLength counts
 IS_CONTROL = 0x20  # attributes bit 5: a control batch (COMMIT/ABORT marker), no data records
 END_OFFSETS_FILE = "end_offsets.json"
 _COPY_CHUNK = 16 * 1024 * 1024
+_NEVER_MS = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -44,22 +54,37 @@ class SegmentIndex:
     # Arrays of int64, not lists: a week at the issue's size is about 50M batches (a list of ints per
     # column would take 6 GB).
     ends: array
-    max_timestamps_ms: array
+    written_by_ms: array  # when the batch was written at the latest (see the module docstring)
     records: array  # data records of the batch (0 for a control batch)
 
     def kept_at(self, moment_ms: int) -> tuple[int, int]:
         """(bytes, data records) the broker had written to this file by `moment_ms`."""
         kept = records = 0
-        for end, max_timestamp_ms, count in zip(self.ends, self.max_timestamps_ms, self.records, strict=True):
-            if max_timestamp_ms > moment_ms:
+        for end, written_by_ms, count in zip(self.ends, self.written_by_ms, self.records, strict=True):
+            if written_by_ms > moment_ms:
                 break
             kept, records = end, records + count
         return kept, records
 
 
 def index_segments(log_dir: Path) -> list[SegmentIndex]:
-    """Every segment file under a generator's segments/, framed by its batch headers."""
-    return [_index_file(file, log_dir) for file in sorted(log_dir.glob("__consumer_offsets-*/*.log"))]
+    """Every segment file under a generator's segments/, framed by its batch headers, in log order."""
+    segments = [_index_file(file, log_dir) for file in sorted(log_dir.glob("__consumer_offsets-*/*.log"))]
+    _bound_by_later_batches(segments)
+    return segments
+
+
+def _bound_by_later_batches(segments: list[SegmentIndex]) -> None:
+    """Each batch's writing time lowered to the least of any later batch's of its partition (in place)."""
+    later_ms: dict[str, int] = {}
+    for segment in reversed(segments):  # zero-padded base offsets: by name is log order
+        partition = segment.name.split("/")[0]
+        least = later_ms.get(partition, _NEVER_MS)
+        times = segment.written_by_ms
+        for index in range(len(times) - 1, -1, -1):
+            least = min(least, times[index])
+            times[index] = least
+        later_ms[partition] = least
 
 
 def _index_file(file: Path, log_dir: Path) -> SegmentIndex:
