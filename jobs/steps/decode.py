@@ -112,26 +112,20 @@ def _decode_changes(
         scoped = changes.where(F.col("_commit_version") > F.lit(version))
         revisited = raw_changes.revisited_records(scoped, retired)
         latest = raw_changes.latest_changes(scoped, retired, revisited)
-        # Inserts alone are read again by each pass over them (as a first run reads raw), not held. Held on
-        # disk only: a night's records unrolled into memory (about 9M at the size) took the memory
-        # the sort before them needed, and the 1 GiB default heap failed the night (UNABLE_TO_ACQUIRE_MEMORY).
-        if not revisited.isEmpty():
-            latest = latest.persist(StorageLevel.DISK_ONLY)
-        try:
-            inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
-            resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(*raw_changes.RESOLVED_COLUMNS)
-            deleted = latest.where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
-            if "offset_commits" in tables and not resolved.isEmpty():
-                raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)
-            if not deleted.isEmpty():
-                for name in tables:
-                    raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
-            _write_decoded(spark, config, run, inserted, tables, commit_note, replace=False)
-            if version == start:
-                own = _count_and_id_sum(inserted)
-                run.counts["records_decoded"] = own[0]
-        finally:
-            latest.unpersist()
+        # Inserts are read again by each pass over them (as a first run reads raw), not held: a night's
+        # records held took the memory the sorts after them needed (about 9M at the size).
+        inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
+        resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(*raw_changes.RESOLVED_COLUMNS)
+        deleted = latest.where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
+        if "offset_commits" in tables and not resolved.isEmpty():
+            raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)
+        if not deleted.isEmpty():
+            for name in tables:
+                raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
+        _write_decoded(spark, config, run, inserted, tables, commit_note, replace=False)
+        if version == start:
+            own = _count_and_id_sum(inserted)
+            run.counts["records_decoded"] = own[0]
     return own if len(set(covered.values())) == 1 else None
 
 
