@@ -76,27 +76,26 @@ def change_starts(changed_rows: list[DataFrame], changed_commits: DataFrame, gro
 def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: DataFrame) -> DataFrame:
     """Gold rebalances and generations (as the tables hold them) of the touched groups + change_starts ->
     the rebalance rows a run keeps as they are (see the module docstring)."""
-    placed = starts.where(F.col("changed_from_offset").isNotNull())
+    placed = starts.where(F.col("changed_from_offset").isNotNull()).withColumnRenamed(
+        "source_partition", "changed_partition"
+    )
+    # A rebalance has two later generations recorded before the change when its generation is below
+    # the second highest of those recorded before it: one pass over the generations, not a pairing of
+    # each rebalance with every later generation (which grows with the square of a group's history).
+    recorded_before_change = (
+        generations.join(placed, on=list(GROUP), how="inner")
+        .where(
+            (F.col("source_partition") == F.col("changed_partition"))
+            & (F.col("source_offset") < F.col("changed_from_offset"))
+        )
+        .groupBy(*INCARNATION, "changed_from_at", "has_changed_commits")
+        .agg(F.element_at(F.sort_array(F.collect_list("generation"), asc=False), 2).alias("second_highest"))
+    )
     later_generations = (
         rebalances.select(*REBALANCE)
-        .join(placed, on=list(GROUP), how="inner")
-        .join(
-            generations.select(
-                *INCARNATION,
-                F.col("generation").alias("later"),
-                F.col("source_partition").alias("later_partition"),
-                F.col("source_offset").alias("later_offset"),
-            ),
-            on=list(INCARNATION),
-            how="inner",
-        )
-        .where(
-            (F.col("later") > F.col("generation"))
-            & (F.col("later_partition") == F.col("source_partition"))
-            & (F.col("later_offset") < F.col("changed_from_offset"))
-        )
-        .groupBy(*REBALANCE, "changed_from_at", "has_changed_commits")
-        .agg(F.count(F.lit(1)).alias("later_generations"))
+        .join(recorded_before_change, on=list(INCARNATION), how="inner")
+        .where(F.col("generation") < F.col("second_highest"))
+        .drop("second_highest")
     )
     start = F.col("changed_from_at")
     pause_read_until = F.timestamp_millis(F.unix_millis("join_completed_at") + F.col("estimated_pause_ms"))
@@ -108,8 +107,8 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
     )
     return (
         rebalances.join(later_generations, on=list(REBALANCE), how="inner")
-        .where((F.col("later_generations") >= 2) & readings_final)
-        .drop("later_generations", "changed_from_at", "has_changed_commits")
+        .where(readings_final)
+        .drop("changed_from_at", "has_changed_commits")
     )
 
 
