@@ -52,32 +52,28 @@ def _commits_from_floors(
 ) -> DataFrame:
     """The commits from `floors` of the rebalances in `framed`, named by literals too: a group's commits
     all sit in its `__consumer_offsets` partition, so the partitions of the groups with a floor from the
-    earliest floor on, and the partitions of those without one (a group's or incarnation's first
-    rebalance may read every commit before it) whole. `progress` hears which."""
+    earliest floor on. `progress` hears which."""
     placed = framed.groupBy(*GROUP).agg(
         F.collect_set("source_partition").alias("partitions"),
         F.max(F.col("source_partition").isNull()).alias("has_unplaced"),
     )
     groups = (
         floors.join(placed, on=list(GROUP), how="inner")
-        .select("has_floor", F.col("commit_floor_at").cast("string").alias("floor"), "partitions", "has_unplaced")
+        .select(F.col("commit_floor_at").cast("string").alias("floor"), "partitions", "has_unplaced")
         .collect()
     )
-    if not groups or any(group["has_unplaced"] for group in groups):
+    if not groups:
+        progress("commits read for the rebalances computed: none (none reads a commit)")
+        return resume.commits_from_floors(commits.where(F.lit(False)), floors)
+    if any(group["has_unplaced"] for group in groups):
         progress("commits read for the rebalances computed: every commit of their groups")
         return resume.commits_from_floors(commits, floors)
-    floored = [group for group in groups if group["has_floor"]]
-    whole = sorted({partition for group in groups if not group["has_floor"] for partition in group["partitions"]})
-    condition = F.col("record_at").isNull() | F.col("source_partition").isin(whole)
-    read = f"{len(whole)} partitions whole"
-    if floored:
-        since = min(group["floor"] for group in floored)
-        partitions = sorted({partition for group in floored for partition in group["partitions"]})
-        condition = condition | (
-            F.col("source_partition").isin(partitions) & (F.col("record_at") >= F.lit(since).cast("timestamp"))
-        )
-        read += f", {len(partitions)} from {since} on"
+    since = min(group["floor"] for group in groups)
+    partitions = sorted({partition for group in groups for partition in group["partitions"]})
+    condition = F.col("record_at").isNull() | (
+        F.col("source_partition").isin(partitions) & (F.col("record_at") >= F.lit(since).cast("timestamp"))
+    )
     # A floor far back makes a night read more of the log: said, so that a slow night can be told from
     # a large one.
-    progress(f"commits read for the rebalances computed: {read}")
-    return resume.commits_from_floors(commits.where(condition), floors.select(*GROUP, "has_floor", "commit_floor_at"))
+    progress(f"commits read for the rebalances computed: {len(partitions)} partitions from {since} on")
+    return resume.commits_from_floors(commits.where(condition), floors.select(*GROUP, "commit_floor_at"))

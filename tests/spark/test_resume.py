@@ -101,8 +101,8 @@ def test_commits_are_read_from_the_minute_of_the_earliest_generation_a_computed_
         "cluster string, group_id string, before_recorded_at timestamp, before_last_recorded_at timestamp",
     )
     floors = {row.group_id: row for row in commit_floors(framed).collect()}
-    assert (floors["g"].has_floor, floors["g"].commit_floor_at) == (True, at(120.0))
-    assert floors["h"].has_floor is False  # a first rebalance: every commit before it counts
+    assert floors["g"].commit_floor_at == at(120.0)
+    assert "h" not in floors  # a first rebalance reads no commit: no leaver, and no pause
 
 
 def test_change_starts_from_the_summary_of_the_changed_commits_equal_those_from_the_commits(spark):
@@ -132,12 +132,12 @@ def test_change_starts_from_the_summary_of_the_changed_commits_equal_those_from_
     assert starts == {"g": (47, at(44)), "h": (None, None), "u": (None, None), "x": (None, None)}
 
 
-def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_but_never_for_a_group_without_one(spark):
+def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_and_a_group_reading_no_commit_has_none(spark):
     framed = spark.createDataFrame(
         [
             ("c", "g", at(7230.5), at(7231.0), at(10.0), at(20.0)),
             ("c", "g", at(9000.0), at(9001.0), at(7231.0), at(7231.0)),
-            ("c", "new", at(7230.5), at(7231.0), None, None),  # an incarnation's first rebalance: no floor
+            ("c", "new", at(7230.5), at(7231.0), None, None),  # an incarnation's first rebalance: reads no commit
         ],
         "cluster string, group_id string, join_completed_at timestamp, recorded_at timestamp,"
         " before_recorded_at timestamp, before_last_recorded_at timestamp",
@@ -145,5 +145,5 @@ def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_but_never_for_a_
 
     narrowed = {row.group_id: row for row in narrowed_floors(framed, commit_floors(framed), 3_600_000).collect()}
 
-    assert (narrowed["g"].has_floor, narrowed["g"].is_narrowed, narrowed["g"].commit_floor_at) == (True, True, at(3600))
-    assert (narrowed["new"].has_floor, narrowed["new"].is_narrowed) == (False, False)
+    assert (narrowed["g"].is_narrowed, narrowed["g"].commit_floor_at) == (True, at(3600))
+    assert "new" not in narrowed

@@ -103,10 +103,19 @@ def _leaver_probes(left: DataFrame, assignments: DataFrame) -> DataFrame:
     )
 
 
+def _eager(rebalances: DataFrame) -> DataFrame:
+    return rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER))
+
+
 def _pause_probes(rebalances: DataFrame) -> DataFrame:
-    """Eager rebalances, probed at the join (the group's last commit) and completion (its first after)."""
-    return rebalances.where(F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER)).select(
-        *REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at"
+    """Eager rebalances after a generation of the log, probed at the join (the group's last commit) and
+    completion (its first after). A group's first generation in the log has no generation before it for
+    the group to have committed in: no pause, whatever commits precede it (none is looked for, so that
+    computing such a rebalance reads no commit before it)."""
+    return (
+        _eager(rebalances)
+        .where(F.col("before_recorded_at").isNotNull())
+        .select(*REBALANCE, "join_completed_at", "recorded_at", "before_recorded_at")
     )
 
 
@@ -264,17 +273,25 @@ def pause_estimates(rebalances: DataFrame, commits: DataFrame) -> DataFrame:
         "record_at",
         "first_after",
     )
-    has_start = F.coalesce(
-        F.col("last_before.record_at") >= F.coalesce("before_recorded_at", F.col("last_before.record_at")),
-        F.lit(False),
-    )
+    has_start = F.coalesce(F.col("last_before.record_at") >= F.col("before_recorded_at"), F.lit(False))
     is_known = has_start & F.col("first_after").isNotNull()
-    return around.where(is_known | ~has_start).select(
-        *REBALANCE,
-        F.when(is_known, F.unix_millis("first_after.record_at") - F.unix_millis("last_before.record_at")).alias(
-            "estimated_pause_ms"
-        ),
-        F.when(is_known, F.lit(PAUSE_COMMIT_GAP))
-        .otherwise(F.lit(PAUSE_NO_COMMIT_BEFORE))
-        .alias("pause_estimate_method"),
+    firsts = _eager(rebalances).where(F.col("before_recorded_at").isNull())
+    return (
+        around.where(is_known | ~has_start)
+        .select(
+            *REBALANCE,
+            F.when(is_known, F.unix_millis("first_after.record_at") - F.unix_millis("last_before.record_at")).alias(
+                "estimated_pause_ms"
+            ),
+            F.when(is_known, F.lit(PAUSE_COMMIT_GAP))
+            .otherwise(F.lit(PAUSE_NO_COMMIT_BEFORE))
+            .alias("pause_estimate_method"),
+        )
+        .unionByName(
+            firsts.select(
+                *REBALANCE,
+                F.lit(None).cast("long").alias("estimated_pause_ms"),
+                F.lit(PAUSE_NO_COMMIT_BEFORE).alias("pause_estimate_method"),
+            )
+        )
     )

@@ -26,14 +26,15 @@ A group whose changes or generations lack a position or a time, or lie in more t
 which has no change at all (touched by a renamed topic id) settles none.
 
 The rebalances computed read commits from the group's `commit_floor_at`: the minute of the earliest
-`before_recorded_at` / `before_last_recorded_at` among them (null when one has none: every commit). A
-reading never uses an earlier commit: a leaver's last sign of life is the latest of its generation's
-last record and its commits (departures.members_left), and a pause counts only from a commit in the
-generation before (departures.pause_estimates). Whole minutes, as departures.commit_times_around reduces
-commits by minute. Such a floor can lie days back (a group stable for a week: its `before` generation),
-while a lookup nearly always lands minutes before it: so a run reads from a floor narrowed to an hour
-before the group's first lookup, and again from the floor only for the groups whose lookups the
-narrowed read cannot answer for sure (narrowed_floors, groups_short_of_commits).
+`before_recorded_at` / `before_last_recorded_at` among them (a rebalance without either, an
+incarnation's first, reads no commit). A reading never uses an earlier commit: a leaver's last sign of
+life is the latest of its generation's last record and its commits (departures.members_left), and a
+pause counts only from a commit in the generation before (departures.pause_estimates). Whole minutes, as
+departures.commit_times_around reduces commits by minute. Such a floor can lie days back (a group stable
+for a week: its `before` generation), while a lookup nearly always lands minutes before it: so a run
+reads from a floor narrowed to an hour before the group's first lookup, and again from the floor only
+for the groups whose lookups the narrowed read cannot answer for sure (narrowed_floors,
+groups_short_of_commits).
 """
 
 from __future__ import annotations
@@ -113,14 +114,18 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
 
 
 def commit_floors(framed: DataFrame) -> DataFrame:
-    """The framed rebalances to compute -> (cluster, group_id, commit_floor_at, has_floor) per group:
-    the minute its commit readings start at (has_floor false: from the first commit)."""
+    """The framed rebalances to compute -> (cluster, group_id, commit_floor_at) per group whose rebalances
+    read commits: the minute its commit readings start at. A rebalance after no generation of the log
+    (an incarnation's first) reads none: it has no leavers, and no pause (departures._pause_probes)."""
     earliest = F.least("before_recorded_at", "before_last_recorded_at")
-    return framed.groupBy(*GROUP).agg(
-        (~F.max(earliest.isNull())).alias("has_floor"),
-        F.timestamp_millis(F.floor(F.unix_millis(F.min(earliest)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)).alias(
-            "commit_floor_at"
-        ),
+    return (
+        framed.where(earliest.isNotNull())
+        .groupBy(*GROUP)
+        .agg(
+            F.timestamp_millis(F.floor(F.unix_millis(F.min(earliest)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)).alias(
+                "commit_floor_at"
+            ),
+        )
     )
 
 
@@ -128,8 +133,8 @@ def commits_from_floors(commits: DataFrame, floors: DataFrame) -> DataFrame:
     """The commits the rebalances computed can read: from each group's floor (and every untimed one)."""
     return (
         commits.join(F.broadcast(floors), on=list(GROUP), how="inner")
-        .where(~F.col("has_floor") | F.col("record_at").isNull() | (F.col("record_at") >= F.col("commit_floor_at")))
-        .drop("has_floor", "commit_floor_at")
+        .where(F.col("record_at").isNull() | (F.col("record_at") >= F.col("commit_floor_at")))
+        .drop("commit_floor_at")
     )
 
 
@@ -145,20 +150,15 @@ def narrowed_floors(framed: DataFrame, floors: DataFrame, margin_ms: int) -> Dat
     narrowed_at = F.timestamp_millis(
         F.floor((F.unix_millis("first_lookup_at") - F.lit(margin_ms)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)
     )
-    # A group without a floor (an incarnation's first rebalance) is not narrowed: its lookups find no
-    # commit before it, which only a read of every commit before it can show (it was read twice). Nor
-    # one whose floor would move by less than the margin: a second read costs more than it saves.
+    # Not narrowed when the floor would move by less than the margin: a second read costs more than it saves.
     gain_ms = F.unix_millis(narrowed_at) - F.unix_millis("commit_floor_at")
-    is_narrowed = (
-        F.col("has_floor") & F.col("first_lookup_at").isNotNull() & (gain_ms > F.lit(0)) & (gain_ms >= F.lit(margin_ms))
-    )
+    is_narrowed = F.col("first_lookup_at").isNotNull() & (gain_ms > F.lit(0)) & (gain_ms >= F.lit(margin_ms))
     return (
         framed.groupBy(*GROUP)
         .agg(first_lookup.alias("first_lookup_at"))
         .join(floors, on=list(GROUP), how="inner")
         .select(
             *GROUP,
-            "has_floor",
             F.when(is_narrowed, narrowed_at).otherwise(F.col("commit_floor_at")).alias("commit_floor_at"),
             is_narrowed.alias("is_narrowed"),
         )
