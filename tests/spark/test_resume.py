@@ -60,6 +60,8 @@ def test_a_rebalance_is_kept_once_two_later_generations_precede_the_changes(spar
     rows = [(generation, generation * 1.0, "cooperative", None, None) for generation in range(1, 6)]
     # 2 has 3 and 4 before offset 45; 3 has only 4 (its frame reads 4, whose row the night may change).
     assert settled(spark, rows, starts) == [1, 2]
+    # one generation before the change (offset 15): none has two later ones, none is settled
+    assert settled(spark, rows, changes(spark, [(7, 15, 45.0)])) == []
 
 
 def test_a_rebalance_whose_join_is_not_before_the_changes_is_computed_again(spark):

@@ -90,7 +90,7 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
             & (F.col("source_offset") < F.col("changed_from_offset"))
         )
         .groupBy(*INCARNATION, "changed_from_at", "has_changed_commits")
-        .agg(F.element_at(F.sort_array(F.collect_list("generation"), asc=False), 2).alias("second_highest"))
+        .agg(F.try_element_at(F.sort_array(F.collect_list("generation"), asc=False), F.lit(2)).alias("second_highest"))
     )
     later_generations = (
         rebalances.select(*REBALANCE)
