@@ -4,9 +4,11 @@ by their statistics."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import operator
+from collections.abc import Callable, Mapping
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.tables import materialized
@@ -25,13 +27,14 @@ def commit_times_read_by(
     commits: DataFrame,
     progress: Callable[[str], None],
     margin_ms: int = NARROWED_MARGIN_MS,
+    silent: DataFrame | None = None,
 ) -> DataFrame:
     """departures.commit_times_read_by for the rebalances in `framed`, read from the groups' narrowed
     floors, then from their floors for the groups a narrowed read may answer otherwise (resume.py);
     held. `progress` hears what was read."""
     floors = materialized(resume.commit_floors(framed))
     narrowed = materialized(resume.narrowed_floors(framed, floors, margin_ms))
-    read = _commits_from_floors(framed, commits, narrowed, progress)
+    read = _commits_from_floors(framed, commits, narrowed, silent, progress)
     times = materialized(departures.commit_times_read_by(framed, assignments, read))
     lookups = departures.commit_lookups(framed, assignments, share_member_records)
     short = materialized(resume.groups_short_of_commits(lookups, times, narrowed))
@@ -42,24 +45,33 @@ def commit_times_read_by(
     again = framed.join(short, on=list(GROUP), how="left_semi")
     floors_again = floors.join(short, on=list(GROUP), how="left_semi")
     times_again = departures.commit_times_read_by(
-        again, assignments, _commits_from_floors(again, commits, floors_again, progress)
+        again, assignments, _commits_from_floors(again, commits, floors_again, silent, progress)
     )
     return materialized(times.join(short, on=list(GROUP), how="left_anti").unionByName(times_again))
 
 
 def _commits_from_floors(
-    framed: DataFrame, commits: DataFrame, floors: DataFrame, progress: Callable[[str], None]
+    framed: DataFrame,
+    commits: DataFrame,
+    floors: DataFrame,
+    silent: DataFrame | None,
+    progress: Callable[[str], None],
 ) -> DataFrame:
     """The commits from `floors` of the rebalances in `framed`, named by literals too: a group's commits
-    all sit in its `__consumer_offsets` partition, so the partitions of the groups with a floor from the
-    earliest floor on. `progress` hears which."""
+    all sit in its `__consumer_offsets` partition, so each partition from the floors of its groups on,
+    past the spans in which a group has no commit (`silent`: resume.silent_spans). `progress` hears
+    which."""
     placed = framed.groupBy(*GROUP).agg(
         F.collect_set("source_partition").alias("partitions"),
         F.max(F.col("source_partition").isNull()).alias("has_unplaced"),
     )
     groups = (
-        floors.join(placed, on=list(GROUP), how="inner")
-        .select(F.col("commit_floor_at").cast("string").alias("floor"), "partitions", "has_unplaced")
+        _with_silences(floors.join(placed, on=list(GROUP), how="inner"), silent)
+        .select(
+            *[F.col(name).cast("string").alias(name) for name in ("commit_floor_at", "silent_after", "silent_until")],
+            "partitions",
+            "has_unplaced",
+        )
         .collect()
     )
     if not groups:
@@ -68,12 +80,77 @@ def _commits_from_floors(
     if any(group["has_unplaced"] for group in groups):
         progress("commits read for the rebalances computed: every commit of their groups")
         return resume.commits_from_floors(commits, floors)
-    since = min(group["floor"] for group in groups)
-    partitions = sorted({partition for group in groups for partition in group["partitions"]})
-    condition = F.col("record_at").isNull() | (
-        F.col("source_partition").isin(partitions) & (F.col("record_at") >= F.lit(since).cast("timestamp"))
+    windows = _partition_windows(groups)
+    by_windows: dict[tuple[Window, ...], list[int]] = {}
+    for partition, spans in sorted(windows.items()):
+        by_windows.setdefault(spans, []).append(partition)
+    condition = F.col("record_at").isNull() | functools.reduce(
+        operator.or_,
+        [F.col("source_partition").isin(partitions) & _within(spans) for spans, partitions in by_windows.items()],
     )
     # A floor far back makes a night read more of the log: said, so that a slow night can be told from
     # a large one.
-    progress(f"commits read for the rebalances computed: {len(partitions)} partitions from {since} on")
+    progress(f"commits read for the rebalances computed: {_described(by_windows)}")
     return resume.commits_from_floors(commits.where(condition), floors.select(*GROUP, "commit_floor_at"))
+
+
+def _with_silences(groups: DataFrame, silent: DataFrame | None) -> DataFrame:
+    if silent is not None:
+        return groups.join(silent, on=list(GROUP), how="left")
+    none = F.lit(None).cast("timestamp")
+    return groups.withColumns({"silent_after": none, "silent_until": none})
+
+
+# A span of record times read, [start, end] (end None: on to the last commit); as timestamp strings in
+# the session's time zone, which order as the times do.
+Window = tuple[str, str | None]
+
+
+def _partition_windows(groups: list) -> dict[int, tuple[Window, ...]]:
+    """Each partition's spans to read: the union of its groups' (from the floor on, but a silent span)."""
+    spans: dict[int, list[Window]] = {}
+    for group in groups:
+        floor, after, until = group["commit_floor_at"], group["silent_after"], group["silent_until"]
+        if after is not None and until > floor:
+            own = [(floor, after), (until, None)] if after >= floor else [(until, None)]
+        else:
+            own = [(floor, None)]
+        for partition in group["partitions"]:
+            spans.setdefault(partition, []).extend(own)
+    return {partition: _merged(windows) for partition, windows in spans.items()}
+
+
+def _merged(windows: list[Window]) -> tuple[Window, ...]:
+    merged: list[Window] = []
+    for start, end in sorted(windows):
+        if merged and (merged[-1][1] is None or start <= merged[-1][1]):
+            last_start, last_end = merged[-1]
+            merged[-1] = (last_start, None if last_end is None or end is None else max(last_end, end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+def _within(spans: tuple[Window, ...]) -> Column:
+    record_at = F.col("record_at")
+    return functools.reduce(
+        operator.or_,
+        [
+            record_at >= F.lit(start).cast("timestamp")
+            if end is None
+            else record_at.between(F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp"))
+            for start, end in spans
+        ],
+    )
+
+
+def _described(by_windows: Mapping[tuple[Window, ...], list[int]], shown: int = 3) -> str:
+    """'30 partitions from X on; 1 from Y to Z and from W on', earliest first, the first `shown` kinds."""
+    kinds = sorted(by_windows.items(), key=lambda kind: kind[0][0][0])
+    parts = [
+        f"{len(partitions)} partition{'s' if len(partitions) > 1 else ''} "
+        + " and ".join(f"from {start} to {end}" if end else f"from {start} on" for start, end in spans)
+        for spans, partitions in kinds[:shown]
+    ]
+    rest = sum(len(partitions) for _, partitions in kinds[shown:])
+    return "; ".join(parts) + (f"; {rest} more from later floors" if rest else "")

@@ -78,6 +78,7 @@ def build_history(
     groups: DataFrame | None = None,
     topic_names: DataFrame | None = None,
     settled: Mapping[str, DataFrame] | None = None,
+    silent: DataFrame | None = None,
     progress: Callable[[str], None] = lambda detail: None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
@@ -86,7 +87,7 @@ def build_history(
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
     group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
     rebalance rows kept as they are (transforms/gold/resume.py); the others read commits from their
-    groups' floors (`progress` hears from where)."""
+    groups' floors, past the spans `silent` (`progress` hears from where)."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
@@ -117,7 +118,9 @@ def build_history(
             for name, rows in settled.items()
         }
         to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
-        commit_times = commit_times_read_by(to_compute, assignments, share_member_records, commits, progress)
+        commit_times = commit_times_read_by(
+            to_compute, assignments, share_member_records, commits, progress, silent=silent
+        )
     changes = materialized(assignment_math.partition_changes(to_compute, assignments))
     computed = rebalances.rebalances(
         to_compute,
@@ -239,13 +242,16 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             empty = spark.createDataFrame([], gold.GOLD_SCHEMAS[name])
             write_noted(empty, table_location(spark, config.table(name)), commit_note)
         return
-    settled = materialized(  # read before the run rewrites generations
+    starts = materialized(
+        resume.change_starts(list(changes.values()), changes.get("offset_commits", _no_commits(spark)), groups)
+    )
+    touched_rebalances = history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi")
+    settled = materialized(  # read before the run rewrites generations (and rebalances)
         resume.settled_rebalances(
-            history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi"),
-            history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"),
-            resume.change_starts(list(changes.values()), changes.get("offset_commits", _no_commits(spark)), groups),
+            touched_rebalances, history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"), starts
         )
     )
+    silent = materialized(resume.silent_spans(touched_rebalances, starts))
     run.counts["rebalances_kept"] = settled.count()
     kept = {
         name: materialized(
@@ -262,6 +268,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         groups=groups,
         topic_names=names,
         settled={"rebalances": settled, **kept},
+        silent=silent,
         progress=lambda detail: run.progress(STEP, detail),
     )
     run.count_tables(HISTORY_TABLES)

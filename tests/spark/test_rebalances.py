@@ -312,3 +312,35 @@ def test_commit_times_read_from_narrowed_floors_equal_those_read_from_every_comm
         from_every_commit.withColumn("skew_by_topic", map_text(F.col("skew_by_topic"))),
         ignore_row_order=True,
     )
+
+
+def test_a_span_in_which_a_group_has_no_commit_is_not_read_and_the_times_are_those_of_every_commit(spark):
+    from jobs.history_commits import commit_times_read_by
+
+    framed, _, assignments = framed_history(spark)
+    later = framed.where((F.col("group_id") == "life") & (F.col("join_completed_at") >= at(150)))
+    life = [commit(1000 + index, seconds, "life", "orders", 0, index) for index, seconds in enumerate(range(0, 421, 3))]
+    # Another group of the same __consumer_offsets partition commits while life is silent (430-990 s).
+    others = [
+        commit(3000 + index, seconds, "other", "orders", 0, index) for index, seconds in enumerate(range(0, 1200, 5))
+    ]
+    counted = offsets.filter_uncounted_commits(commits(spark, COMMITS + life + others)).localCheckpoint()
+    no_share_members = spark.createDataFrame(
+        [], "cluster string, group_id string, member_id string, record_at timestamp"
+    )
+    silent = spark.createDataFrame(
+        [("c1", "life", at(430), at(990))],
+        "cluster string, group_id string, silent_after timestamp, silent_until timestamp",
+    )
+    heard, heard_without = [], []
+
+    times = commit_times_read_by(later, assignments, no_share_members, counted, heard.append, 0, silent)
+    without = commit_times_read_by(later, assignments, no_share_members, counted, heard_without.append, 0)
+
+    assert heard == ["commits read for the rebalances computed: 1 partition from "
+                     f"{at(180):%Y-%m-%d %H:%M:%S} to {at(430):%Y-%m-%d %H:%M:%S} "
+                     f"and from {at(990):%Y-%m-%d %H:%M:%S} on"]  # fmt: skip
+    assert heard_without == [
+        f"commits read for the rebalances computed: 1 partition from {at(180):%Y-%m-%d %H:%M:%S} on"
+    ]
+    assert_df_equality(times, without, ignore_row_order=True)

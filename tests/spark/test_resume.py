@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from chispa import assert_df_equality
 
-from transforms.gold.resume import change_starts, commit_floors, narrowed_floors, settled_rebalances
+from transforms.gold.resume import change_starts, commit_floors, narrowed_floors, settled_rebalances, silent_spans
 from transforms.gold.touched import commit_change_summary
 
 START = datetime(2026, 11, 2)
@@ -149,3 +149,29 @@ def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_and_a_group_read
 
     assert (narrowed["g"].is_narrowed, narrowed["g"].commit_floor_at) == (True, at(3600))
     assert "new" not in narrowed
+
+
+def test_a_pause_that_waits_for_a_commit_tells_that_the_group_has_none_until_the_changes(spark):
+    """rows: (generation, completion second, protocol, pause ms, method)."""
+
+    def spans(rows, starts):
+        table = spark.createDataFrame(
+            [("c", "g", 0, generation, at(completed), protocol, pause, method)
+             for generation, completed, protocol, pause, method in rows],
+            "cluster string, group_id string, incarnation int, generation int, completed_at timestamp,"
+            " rebalance_protocol string, estimated_pause_ms long, pause_estimate_method string",
+        )  # fmt: skip
+        return [(row.silent_after, row.silent_until) for row in silent_spans(table, starts).collect()]
+
+    starts = changes(spark, [(7, 45, 45.0)], commits=[(7, 46, 46.0)])
+    waiting = [(2, 2.0, "eager", None, None), (3, 3.0, "eager", None, None)]
+    assert spans(waiting, starts) == [(at(2.0), at(45.0))]  # from the earliest waiting one
+    assert spans(waiting, changes(spark, [(7, 45, 2.5)])) == [(at(2.0), at(2.5))]  # a change before 3.0
+    others = [
+        (2, 2.0, "eager", 100, "commit_gap"),  # found its commit after
+        (3, 3.0, "eager", None, "no_commit_in_generation"),  # waits for nothing
+        (4, 4.0, "cooperative", None, None),  # has no pause
+        (5, 50.0, "eager", None, None),  # completed after the changes start
+    ]
+    assert spans(others, starts) == []
+    assert spans(waiting, changes(spark, [(7, 45, 45.0), (8, 3, 45.0)])) == []  # changes in two partitions

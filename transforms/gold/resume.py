@@ -129,6 +129,31 @@ def commit_floors(framed: DataFrame) -> DataFrame:
     )
 
 
+def silent_spans(rebalances: DataFrame, starts: DataFrame) -> DataFrame:
+    """Gold rebalances of the touched groups (as the tables hold them) + change_starts -> (cluster,
+    group_id, silent_after, silent_until): a span of time in which the group has no commit, so a run
+    reading its commits may skip it (whatever other groups of its partition committed then).
+
+    An eager rebalance whose pause still waits (pause and method null) found no commit of its group
+    after its completion; a row like that is recomputed on any night that changes the group's commits
+    (settled_rebalances), so since its last computation no commit of the group before
+    `changed_from_at` has changed. Hence none lies after the completion and before the change: the span
+    of a group that stopped committing for days, which a night that brings its commits back would
+    otherwise read in every partition its floor reaches."""
+    is_waiting = (
+        (F.col("rebalance_protocol") == F.lit(PROTOCOL_EAGER))
+        & F.col("estimated_pause_ms").isNull()
+        & F.col("pause_estimate_method").isNull()
+        & (F.col("completed_at") < F.col("changed_from_at"))
+    )
+    return (
+        rebalances.join(starts.where(F.col("changed_from_at").isNotNull()), on=list(GROUP), how="inner")
+        .where(is_waiting)
+        .groupBy(*GROUP)
+        .agg(F.min("completed_at").alias("silent_after"), F.first("changed_from_at").alias("silent_until"))
+    )
+
+
 def commits_from_floors(commits: DataFrame, floors: DataFrame) -> DataFrame:
     """The commits the rebalances computed can read: from each group's floor (and every untimed one)."""
     return (
