@@ -34,16 +34,16 @@ from jobs.metrics_writes import (
     LAST_DAY,
     STEP,
     as_text,
-    day_number,
     day_of,
     earliest,
+    metrics_note,
     replace_from_starts,
     rows_since,
     write_table,
 )
 from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk, materialized
-from jobs.watermarks import ChangesUnavailable, changes_since, note
+from jobs.watermarks import ChangesUnavailable, changes_since
 from schemas import gold, ops
 from schemas.metrics_carry import metrics_carry_schema
 from transforms.gold import lag, metrics_carry, status
@@ -236,7 +236,7 @@ def continue_metrics(
         earliest_commit_changes, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
     ).localCheckpoint()
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
-    commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
+    commit_note = metrics_note(config.cluster, versions, last_day)
 
     lag_rows, status_rows, carry_rows = evaluate_group_partitions(spark, config, run, starts, settings)
     write_table(spark, config, CARRY, carry_rows.localCheckpoint(), commit_note, "")

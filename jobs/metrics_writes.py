@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.tables import END_OFFSETS, cluster_rows, ensure_table, gold_rows, table_location
-from jobs.watermarks import cluster_predicate, current_version, write_noted
+from jobs.watermarks import cluster_predicate, current_version, note, write_noted
 from schemas import gold
 from schemas.metrics_carry import metrics_carry_schema
 from transforms.gold import metrics_carry
@@ -21,6 +21,9 @@ CARRY = "metrics_carry"
 NOTE_TABLE = "group_daily"  # written last: its note is what the step covered
 INPUTS = ("offset_commits", END_OFFSETS, "generations", "rebalances")
 LAST_DAY = "last_day"
+# What the carry holds, noted with the versions: 2, a group partition that had a tombstone carries all its
+# records (transforms/gold/metrics_carry.py). Tables noted otherwise are evaluated from scratch once.
+CARRY_VERSION, CURRENT_CARRY_VERSION = "carry_version", 2
 NO_DAY = -1
 EPOCH = date(1970, 1, 1)
 
@@ -31,6 +34,19 @@ def day_number(day: date | None) -> int:
 
 def day_of(number: int) -> date | None:
     return None if number == NO_DAY else EPOCH + timedelta(days=number)
+
+
+def metrics_note(cluster: str, versions: dict[str, int], last_day: date | None) -> str:
+    return note(STEP, cluster, {**versions, LAST_DAY: day_number(last_day), CARRY_VERSION: CURRENT_CARRY_VERSION})
+
+
+def can_continue_from(covered: dict[str, int] | None) -> bool:
+    """Whether a note says what a night can continue from: every input's version, the last day, this carry."""
+    return (
+        covered is not None
+        and set(covered) >= {*INPUTS, LAST_DAY}
+        and covered.get(CARRY_VERSION) == CURRENT_CARRY_VERSION
+    )
 
 
 def input_versions(spark: SparkSession, config: Config) -> dict[str, int]:

@@ -14,11 +14,11 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config, GoldSettings
 from jobs.metrics_increments import continue_metrics
-from jobs.metrics_writes import CARRY, INPUTS, LAST_DAY, NOTE_TABLE, STEP, day_number, input_versions, write_table
+from jobs.metrics_writes import CARRY, NOTE_TABLE, STEP, can_continue_from, input_versions, metrics_note, write_table
 from jobs.runs import JobRun
 from jobs.steps.share_backlog import share_backlog
 from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, table_location
-from jobs.watermarks import ChangesUnavailable, covered_versions, note
+from jobs.watermarks import ChangesUnavailable, covered_versions
 from schemas import gold, ops
 from transforms.gold import group_daily, lag, metrics_carry, snapshot_horizon, status
 
@@ -91,11 +91,7 @@ def consumer_metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
     versions = input_versions(spark, config)
     covered = None if config.full else covered_versions(spark, config.table(NOTE_TABLE), STEP, config.cluster)
     outputs = (*METRICS_TABLES, CARRY)
-    can_continue = (
-        covered is not None
-        and set(covered) >= {*INPUTS, LAST_DAY}
-        and all(spark.catalog.tableExists(config.table(name)) for name in outputs)
-    )
+    can_continue = can_continue_from(covered) and all(spark.catalog.tableExists(config.table(name)) for name in outputs)
     if can_continue:
         try:
             continue_metrics(spark, config, run, covered, versions)
@@ -104,6 +100,8 @@ def consumer_metrics(spark: SparkSession, config: Config, run: JobRun) -> None:
         else:
             run.count_tables(METRICS_TABLES)
             return
+    elif covered is not None and not can_continue_from(covered):
+        run.progress("metrics", "the tables were written by an earlier version: evaluating the cluster from scratch")
     metrics_from_scratch(spark, config, run, versions)
 
 
@@ -115,7 +113,7 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         name: cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]) for name in ("generations", "rebalances")
     }
     last_day = config.run_date or group_daily.last_activity_day(history["generations"], offset_commits).first()[0]
-    commit_note = note(STEP, config.cluster, {**versions, LAST_DAY: day_number(last_day)})
+    commit_note = metrics_note(config.cluster, versions, last_day)
     carry = metrics_carry.carry_tails(
         offset_commits, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
     )

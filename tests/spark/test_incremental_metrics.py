@@ -45,6 +45,7 @@ from schemas import gold, ops
 from tests.delta_compare import table_rows
 from tests.lab_tables import CAPTURES, Capture
 from transforms import silver
+from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
 DATABASE, FULL_DATABASE = "incremental_metrics", "incremental_metrics_full"
 CLUSTER = "nights"
@@ -290,6 +291,19 @@ def test_new_snapshots_continue_and_late_data_rebuilds_group_partitions_whole(ni
     _, results = nights
     assert results[2][0]["metrics_group_partitions_continued"] > 0  # new snapshots, transactions resolved
     assert results[4][0]["metrics_group_partitions_whole"] > 0  # late commits and snapshot, deleted rows
+
+
+def test_after_the_nights_a_group_partition_that_had_a_tombstone_carries_all_its_records(spark, nights):
+    """Such a group partition is evaluated from all its records, carried whole from the night its first
+    tombstone came (tests/spark/test_metrics_carry.py has the rules)."""
+    config, _ = nights
+    visible = filter_invisible_offset_records(spark.table(config.table("offset_commits")))
+    tombstoned = visible.where("is_tombstone").select(*OFFSET_KEY).distinct()
+    per_key = F.count(F.lit(1)).alias("records")
+    held = visible.join(tombstoned, on=list(OFFSET_KEY), how="left_semi").groupBy(*OFFSET_KEY).agg(per_key)
+    carried = spark.table(config.table(CARRY)).join(tombstoned, on=list(OFFSET_KEY), how="left_semi")
+    assert tombstoned.count() > 0
+    assert sorted(carried.groupBy(*OFFSET_KEY).agg(per_key).collect()) == sorted(held.collect())
 
 
 def test_a_time_lag_left_uncertain_by_the_snapshots_read_reads_its_partitions_again(nights):

@@ -14,11 +14,13 @@ transaction resolved) or deleted, and the earliest observed_at of a snapshot of 
 added or removed. Its lag and consumer_status rows from `start_at` on are evaluated again, `how`:
 - continue: the carried records before `start_at` + silver's records from `start_at` on. Exact when
   `start_at` falls in or after the last carried bucket (every earlier record either table can reach
-  from a snapshot at or after `start_at` is carried) and the group partition never had a tombstone
-  (its lives follow log order, not time: snapshot_horizon.py keeps such partitions whole too). A group
-  partition seen for the first time has nothing before `start_at`.
+  from a snapshot at or after `start_at` is carried), or when the group partition had a tombstone: its
+  lives follow log order, not time, so it is evaluated from all its records (snapshot_horizon.py keeps
+  such partitions whole too), and the carry holds all of them. A group partition seen for the first
+  time has nothing before `start_at`.
 - whole: all of silver's records of the group partition: late data (a commit or snapshot before the
-  last carried bucket), or a tombstone in its past.
+  last carried bucket) of one without a tombstone, or its first tombstone tonight (from then on its
+  carry holds every record: read whole once, not on every night it changes).
 - left out: no record changed and its latest record before `start_at` is a tombstone or expired: it
   holds no committed offset at any later snapshot, so it has no rows there, before or after.
 """
@@ -50,7 +52,8 @@ def _record_time(at: Column) -> Column:
 
 def carry_tails(records: DataFrame, *, intervals: int, min_distance_ms: int) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: each group partition's records in its
-    last `intervals` + 1 non-empty min-distance buckets, and whether it ever had a tombstone."""
+    last `intervals` + 1 non-empty min-distance buckets, all of them if it ever had a tombstone (whether
+    it had is carried too)."""
     by_key = Window.partitionBy(*OFFSET_KEY)
     bucket = _bucket(_record_time(F.col("record_at")), min_distance_ms)
     buckets_back = F.dense_rank().over(by_key.orderBy(bucket.desc()))
@@ -64,15 +67,19 @@ def carry_tails(records: DataFrame, *, intervals: int, min_distance_ms: int) -> 
                 ),
             }
         )
-        .where(F.col("buckets_back") <= F.lit(intervals + 1))
+        .where((F.col("buckets_back") <= F.lit(intervals + 1)) | F.col("has_tombstone"))
         .select(*metrics_carry_schema.fieldNames())
     )
 
 
 def earliest_changes(commit_changes: DataFrame) -> DataFrame:
-    """Changed offset_commits rows -> (group partition, record_at): the earliest changed record time of
-    each (an untimed one: EARLIEST), all that group_partition_starts and group_change_days read of them."""
-    return commit_changes.groupBy(*OFFSET_KEY).agg(F.min(_record_time(F.col("record_at"))).alias("record_at"))
+    """Changed offset_commits rows -> (group partition, record_at, has_tombstone): the earliest changed
+    record time of each (an untimed one: EARLIEST) and whether a tombstone changed, all that
+    group_partition_starts and group_change_days read of them."""
+    return commit_changes.groupBy(*OFFSET_KEY).agg(
+        F.min(_record_time(F.col("record_at"))).alias("record_at"),
+        F.max("is_tombstone").alias("has_tombstone_changed"),
+    )
 
 
 def group_partition_starts(
@@ -82,7 +89,8 @@ def group_partition_starts(
     how) for every group partition whose lag and consumer_status rows from start_at on must be evaluated
     again (see the module docstring)."""
     commit_starts = commit_changes.groupBy(*OFFSET_KEY).agg(
-        F.min(_record_time(F.col("record_at"))).alias("commit_start_at")
+        F.min(_record_time(F.col("record_at"))).alias("commit_start_at"),
+        F.max("has_tombstone_changed").alias("has_tombstone_changed"),
     )
     snapshot_starts = snapshot_changes.groupBy(*PARTITION).agg(F.min("observed_at").alias("snapshot_start_at"))
     latest = F.struct(
@@ -94,8 +102,10 @@ def group_partition_starts(
         F.col("last.is_tombstone") | F.coalesce(F.col("last.expires_at") <= start_at, F.lit(False))
     )
     is_left_out = F.col("commit_start_at").isNull() & is_dead_from_start
+    is_first_tombstone = ~F.col("has_tombstone") & F.coalesce(F.col("has_tombstone_changed"), F.lit(False))
     continues = F.col("last").isNull() | (
-        ~F.col("has_tombstone") & (_bucket(start_at, min_distance_ms) >= _bucket(F.col("last.at"), min_distance_ms))
+        F.col("has_tombstone")
+        | (~is_first_tombstone & (_bucket(start_at, min_distance_ms) >= _bucket(F.col("last.at"), min_distance_ms)))
     )
     return (
         carried.join(commit_starts, on=list(OFFSET_KEY), how="full")

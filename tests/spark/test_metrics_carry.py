@@ -1,0 +1,81 @@
+"""What the metrics carry holds and how a night evaluates each group partition from it
+(transforms/gold/metrics_carry.py), rule by rule on tiny tables; the end-to-end proof that nights equal a
+run from scratch is tests/spark/test_incremental_metrics.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import functions as F
+
+from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
+from schemas.metrics_carry import metrics_carry_schema
+from transforms.gold.metrics_carry import CONTINUE, WHOLE, carry_tails, group_partition_starts
+
+START = datetime(2026, 11, 2, tzinfo=UTC)
+MINUTE_MS = 60_000
+INTERVALS = 2
+
+
+def at(minutes: float) -> datetime:
+    return START + timedelta(minutes=minutes)
+
+
+def records(spark, group: str, minutes: list[float], tombstone_at: float | None = None):
+    """One group partition's visible offset records, one per minute given (a tombstone at `tombstone_at`)."""
+    rows = [
+        ("c", group, "orders", 0, 1, index, at(minute), minute == tombstone_at,
+         None if minute == tombstone_at else index, at(minute), None, None)
+        for index, minute in enumerate(minutes)
+    ]  # fmt: skip
+    schema = (
+        "cluster string, group_id string, topic string, partition int, source_partition int, source_offset long,"
+        " record_at timestamp, is_tombstone boolean, committed_offset long, committed_at timestamp,"
+        " expires_at timestamp, txn_state string"
+    )
+    return spark.createDataFrame(rows, schema)
+
+
+def tails(spark, rows):
+    return carry_tails(rows, intervals=INTERVALS, min_distance_ms=MINUTE_MS)
+
+
+def test_a_group_partition_that_had_a_tombstone_carries_all_its_records_another_its_last_buckets(spark):
+    minutes = [float(minute) for minute in range(10)]
+    plain = tails(spark, records(spark, "plain", minutes))
+    tombstoned = tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0))
+    assert sorted(row.source_offset for row in plain.collect()) == [7, 8, 9]  # intervals + 1 buckets
+    assert sorted(row.source_offset for row in tombstoned.collect()) == list(range(10))
+    assert {row.has_tombstone for row in tombstoned.collect()} == {True}
+
+
+def test_a_carried_tombstone_continues_even_from_late_data_and_a_first_tombstone_is_read_whole(spark):
+    minutes = [float(minute) for minute in range(10)]
+    carry = tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0)).unionByName(
+        tails(spark, records(spark, "plain", minutes))
+    )
+
+    def how(group: str, changed_minute: float, is_tombstone: bool = False) -> str:
+        changes = spark.createDataFrame(
+            [("c", group, "orders", 0, at(changed_minute), is_tombstone)],
+            "cluster string, group_id string, topic string, partition int, record_at timestamp,"
+            " has_tombstone_changed boolean",
+        )
+        no_snapshots = spark.createDataFrame([], "cluster string, topic string, partition int, observed_at timestamp")
+        starts = group_partition_starts(changes, no_snapshots, carry.select(*metrics_carry_schema.names),
+                                        min_distance_ms=MINUTE_MS)  # fmt: skip
+        return starts.where(F.col("group_id") == group).first().how
+
+    assert how("plain", 9.5) == CONTINUE  # in the last carried bucket
+    assert how("plain", 2.0) == WHOLE  # late: before what the carry holds
+    assert how("plain", 10.0, is_tombstone=True) == WHOLE  # its first tombstone: the carry is not whole yet
+    assert how("tombstoned", 10.0) == CONTINUE
+    assert how("tombstoned", 2.0) == CONTINUE  # late, but every record before it is carried
+
+
+def test_tables_noted_without_this_carry_are_evaluated_from_scratch_once():
+    versions = {**dict.fromkeys(INPUTS, 4), LAST_DAY: 20_000}
+    assert not can_continue_from(versions)  # noted before the carry held tombstoned partitions whole
+    assert not can_continue_from({**versions, CARRY_VERSION: CURRENT_CARRY_VERSION - 1})
+    assert can_continue_from({**versions, CARRY_VERSION: CURRENT_CARRY_VERSION})
+    assert not can_continue_from(None)
