@@ -22,7 +22,13 @@ def pytest_collection_modifyitems(items):
     def waits_for(item) -> int:
         return max((BACKGROUND_RUNS.index(run) + 1 for run in BACKGROUND_RUNS if run in item.fixturenames), default=0)
 
-    items.sort(key=waits_for)  # stable: file order otherwise
+    # A module moves as a whole, as late as its latest test must go: pytest tears a module's fixtures down
+    # when the next test is another module's, so a module split in two builds them twice (a Spark Connect
+    # server and its nightly cost two minutes).
+    module_waits: dict[Path, int] = {}
+    for item in items:
+        module_waits[item.path] = max(module_waits.get(item.path, 0), waits_for(item))
+    items.sort(key=lambda item: module_waits[item.path])  # stable: file order otherwise
 
 
 def _collected_tests_use(request, fixture: str) -> bool:
