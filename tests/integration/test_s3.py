@@ -7,7 +7,8 @@ One module fixture runs everything, in two rounds of runs side by side (the mach
   1. a wrong endpoint, wrong credentials, the store without conditional writes, S3A told the store has
      none (all aimed at warehouses that must stay free of tables and locks), and a nightly into
      warehouse b killed at a progress line;
-  2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), and b run again;
+  2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), once the two
+     failures aimed at a have ended, and b run again once it was killed;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
 views of a's metastore read its tables; last, side by side, `./spark-sql.sh` on a and beeline asking the
 Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read.
@@ -20,6 +21,7 @@ import os
 import secrets
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +31,17 @@ from jobs.locks import EXIT_BUSY
 from jobs.steps.views import VIEWS
 from tests.conftest import REPO_ROOT
 from tests.kill import run_until_progress_line
-from tests.s3_runs import BUCKET, SAMPLE, SECRET_KEY_ENV, Run, S3Server, environment_file, free_port, new_credentials
+from tests.s3_runs import (
+    BUCKET,
+    RUN_TIMEOUT_SECONDS,
+    SAMPLE,
+    SECRET_KEY_ENV,
+    Run,
+    S3Server,
+    environment_file,
+    free_port,
+    new_credentials,
+)
 from tests.s3_shells import printed_rows, read_with_the_shells
 from tests.s3_tables import TIMELINE_HEADER, TIMELINE_QUERY
 
@@ -83,20 +95,27 @@ def s3(tmp_path_factory):
             "declared_unconditional": start("declared-unconditional", f"s3a://{BUCKET}/c", spark_conf=DECLARED),
         }
         killed_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf", str(conf("b", f"s3a://{BUCKET}/b"))]
-        killed_at = run_until_progress_line(
-            killed_command, work / "b-killed.out", KILL_AT_PROGRESS_LINE, env={**os.environ, **credentials}
-        )
-        results = {name: finished(run) for name, run in first_round.items()}
+        killing = ThreadPoolExecutor(1)
+        killed = killing.submit(
+            run_until_progress_line,
+            killed_command, work / "b-killed.out", KILL_AT_PROGRESS_LINE, env={**os.environ, **credentials},
+        )  # fmt: skip
+        killing.shutdown(wait=False)
+        # Each run of the second round starts once the runs it must follow have ended, not once the whole
+        # first round has: the failures spend most of their time waiting out S3A's retries, and the killed
+        # run is slowest, so the machine would otherwise idle between the rounds.
+        results = {name: finished(first_round[name]) for name in ("bad_endpoint", "bad_credentials")}
         warehouse_a_after_failures = sorted(
             str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
         )
+        second_round = {"a": start("a", f"s3a://{BUCKET}/a"), "rival": start("rival", f"s3a://{BUCKET}/a")}
+        killed_at = killed.result(RUN_TIMEOUT_SECONDS)
+        second_round["b_rerun"] = Run.start("nightly", work / "b.toml", work / "b-rerun.out", credentials)
+        results |= {name: finished(first_round[name]) for name in ("unguarded", "declared_unconditional")}
         c_objects = sorted(str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "c").rglob("*"))
         legacy_objects = sorted(
             str(p.relative_to(legacy.folder)) for p in legacy.bucket_folder.rglob("*") if p.is_file()
         )
-
-        second_round = {"a": start("a", f"s3a://{BUCKET}/a"), "rival": start("rival", f"s3a://{BUCKET}/a")}
-        second_round["b_rerun"] = Run.start("nightly", work / "b.toml", work / "b-rerun.out", credentials)
         results |= {name: finished(run) for name, run in second_round.items()}
 
         winner = "a" if results["a"].code == 0 else "rival"
