@@ -9,6 +9,8 @@ ids' hashes, so that raw = decoded + quarantined can still be checked once raw h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -21,6 +23,8 @@ from transforms.decoder.log_transactions import TXN_PENDING
 RETENTION = "retention"
 RETIRED_RECORDS, RETIRED_ID_SUM = "retired_records", "retired_id_sum"
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp", "is_inserted", "is_deleted")
+# What merge_resolved_transactions reads of each resolved record.
+RESOLVED_COLUMNS = ("record_id", "txn_state", "source_partition", "source_offset", "record_at")
 # Up to this many revisited records (record ids) are broadcast; more (a large forget) are joined by a shuffle.
 BROADCAST_REVISITED_MAX = 200_000
 
@@ -83,22 +87,50 @@ def revisited_records(changes: DataFrame, retired_versions: list[int]) -> DataFr
     return kept.where(F.col("_change_type") != F.lit(CHANGE_INSERT)).select("record_id").distinct().localCheckpoint()
 
 
-def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: DataFrame) -> DataFrame:
-    """Each changed record's newest image, with `is_inserted` (first inserted in this range) and
-    `is_deleted` (its newest change is a delete other than by retention). `revisited`: revisited_records.
+@dataclass(frozen=True)
+class LatestChanges:
+    """Each changed record's newest image in a range of raw changes (`rows`, with `is_inserted`: first
+    inserted in this range, and `is_deleted`: its newest change is a delete other than by retention).
+    `revised`: the rows of the records with a change besides their insert, held on disk; None when there
+    are none, so that nothing is read to find the resolved and the deleted."""
+
+    rows: DataFrame
+    revised: DataFrame | None
+
+    def inserted(self) -> DataFrame:
+        """The records first inserted in the range and still held (one deleted again in it is not)."""
+        return self.rows.where(F.col("is_inserted") & ~F.col("is_deleted")).drop(*CHANGE_COLUMNS)
+
+    def resolved(self) -> DataFrame:
+        """Held records whose transaction resolved (RESOLVED_COLUMNS); only `revised` can hold one."""
+        return self._revised().where(~F.col("is_inserted") & ~F.col("is_deleted")).select(*RESOLVED_COLUMNS)
+
+    def deleted(self) -> DataFrame:
+        """The record ids of held records deleted (other than by retention); only `revised` can hold one."""
+        return self._revised().where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
+
+    def _revised(self) -> DataFrame:
+        if self.revised is None:
+            raise ValueError("no record changed besides its insert: there is nothing resolved or deleted to read")
+        return self.revised
+
+
+def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: DataFrame) -> LatestChanges:
+    """Each changed record's newest image (see LatestChanges). `revisited`: revisited_records.
 
     Nearly every change is a plain insert of a record that changed no more in the range: those pass as
     they are, and only the records with another change are ranked, so that a night's payloads are not
     shuffled and sorted by record id (nor, on a night of nothing but inserts, joined at all). The ranked
-    rows are held on disk: decode reads them for the resolved, the deleted and the inserted records.
-    A few revisited records are sent whole to each task, so the inserts are filtered where they are
-    read: joined the usual way, a night with one resolved transaction shuffled all its payloads (a
-    third of its decode at 10M records)."""
+    rows are held on disk: decode reads them for the resolved, the deleted and the inserted records,
+    and only them for the first two (asked of every row, a 50M-record night read its payloads twice to
+    find none). A few revisited records are sent whole to each task, so the inserts are filtered where
+    they are read: joined the usual way, a night with one resolved transaction shuffled all its payloads
+    (a third of its decode at 10M records)."""
     kept = _kept(changes, retired_versions)
     is_insert = F.col("_change_type") == F.lit(CHANGE_INSERT)
     inserts = kept.where(is_insert).withColumns({"is_inserted": F.lit(True), "is_deleted": F.lit(False)})
     if revisited.isEmpty():
-        return inserts
+        return LatestChanges(inserts, None)
     ids = F.broadcast(revisited) if revisited.count() <= BROADCAST_REVISITED_MAX else revisited
     newest_first = Window.partitionBy("record_id").orderBy(
         F.col("_commit_version").desc(), (F.col("_change_type") == F.lit(CHANGE_DELETE)).asc()
@@ -116,11 +148,7 @@ def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: D
         .where(F.col("_rank") == 1)
         .drop("_rank")
     )
-    return inserts.join(ids, on="record_id", how="left_anti").unionByName(ranked)
-
-
-# What merge_resolved_transactions reads of each resolved record.
-RESOLVED_COLUMNS = ("record_id", "txn_state", "source_partition", "source_offset", "record_at")
+    return LatestChanges(inserts.join(ids, on="record_id", how="left_anti").unionByName(ranked), ranked)
 
 
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:

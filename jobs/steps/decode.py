@@ -114,14 +114,14 @@ def _decode_changes(
         latest = raw_changes.latest_changes(scoped, retired, revisited)
         # Inserts are read again by each pass over them (as a first run reads raw), not held: a night's
         # records held took the memory the sorts after them needed (about 9M at the size).
-        inserted = latest.where(F.col("is_inserted")).drop(*raw_changes.CHANGE_COLUMNS)
-        resolved = latest.where(~F.col("is_inserted") & ~F.col("is_deleted")).select(*raw_changes.RESOLVED_COLUMNS)
-        deleted = latest.where(F.col("is_deleted") & ~F.col("is_inserted")).select("record_id")
-        if "offset_commits" in tables and not resolved.isEmpty():
-            raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)
-        if not deleted.isEmpty():
-            for name in tables:
-                raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
+        inserted = latest.inserted()
+        if latest.revised is not None:
+            resolved, deleted = latest.resolved(), latest.deleted()
+            if "offset_commits" in tables and not resolved.isEmpty():
+                raw_changes.merge_resolved_transactions(spark, config.table("offset_commits"), resolved, config.cluster)
+            if not deleted.isEmpty():
+                for name in tables:
+                    raw_changes.delete_records(spark, config.table(name), deleted, config.cluster)
         _write_decoded(spark, config, run, inserted, tables, commit_note, replace=False)
         if version == start:
             own = _count_and_id_sum(inserted)

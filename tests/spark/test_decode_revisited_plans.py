@@ -1,9 +1,12 @@
 """A night whose raw changes hold a few revisited records (a transaction resolved) passes its inserts
 through a broadcast of those records' ids, not a shuffle: joined the usual way, the one resolved
-transaction of the benchmark's third night shuffled all its payloads (a third of that night's decode)."""
+transaction of the benchmark's third night shuffled all its payloads (a third of that night's decode).
+The resolved and the deleted records are read from the revisited ones alone: asked of every change, a
+night read all its payloads once for each to find none."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from jobs.raw_changes import latest_changes, revisited_records
@@ -11,11 +14,11 @@ from jobs.tables import broadcast_joins_off
 from jobs.watermarks import CHANGE_INSERT
 
 
-def _changes(spark, inserted: int):
+def _changes(spark, inserted: int, revisions=(("r0", "update_postimage", 2, "committed"),)):
     """A change feed of `inserted` records, the first of them inserted pending then updated committed (as
     jobs.watermarks.changes_since reads it: without pre-images)."""
     rows = [(f"r{index}", CHANGE_INSERT, 1, "pending" if index == 0 else "committed") for index in range(inserted)]
-    rows.append(("r0", "update_postimage", 2, "committed"))
+    rows += revisions
     frame = spark.createDataFrame(rows, "record_id string, _change_type string, _commit_version long, txn_state string")
     return frame.repartition(4).withColumn("_commit_timestamp", F.current_timestamp())
 
@@ -27,10 +30,39 @@ def test_inserts_are_filtered_by_a_broadcast_of_the_revisited_records(spark):
     # Spark sizes a night's change feed by its files, far beyond what it broadcasts of itself: so here
     # it broadcasts nothing of itself either
     with broadcast_joins_off(spark):
-        latest = latest_changes(changes, [], revisited)
+        latest = latest_changes(changes, [], revisited).rows
         plan = latest._jdf.queryExecution().executedPlan().toString()
     assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
     rows = {row["record_id"]: row for row in latest.collect()}
     assert len(rows) == 500
     assert (rows["r0"]["txn_state"], rows["r0"]["is_inserted"], rows["r0"]["is_deleted"]) == ("committed", True, False)
     assert all(rows[f"r{index}"]["is_inserted"] for index in range(1, 500))
+
+
+def test_the_resolved_and_the_deleted_come_from_the_revisited_records_alone(spark):
+    revisions = [("r0", "update_postimage", 2, "committed"), ("r1", "delete", 2, "committed")]
+    held_before = spark.createDataFrame(
+        [("old", "update_postimage", 2, "aborted"), ("gone", "delete", 3, "committed")],
+        "record_id string, _change_type string, _commit_version long, txn_state string",
+    ).withColumn("_commit_timestamp", F.current_timestamp())
+    placed = {"source_partition": F.lit(0), "source_offset": F.lit(0), "record_at": F.current_timestamp()}
+    changes = _changes(spark, 50, revisions).union(held_before).withColumns(placed)
+
+    latest = latest_changes(changes, [], revisited_records(changes, []))
+
+    assert latest.revised is not None
+    assert {row["record_id"]: row["txn_state"] for row in latest.resolved().collect()} == {"old": "aborted"}
+    assert {row["record_id"] for row in latest.deleted().collect()} == {"gone"}
+    inserted = {row["record_id"]: row["txn_state"] for row in latest.inserted().collect()}
+    assert len(inserted) == 49 and inserted["r0"] == "committed" and "r1" not in inserted
+
+
+def test_a_feed_of_inserts_alone_has_nothing_revised_to_read(spark):
+    changes = _changes(spark, 20, revisions=())
+
+    latest = latest_changes(changes, [], revisited_records(changes, []))
+
+    assert latest.revised is None
+    assert latest.inserted().count() == 20
+    with pytest.raises(ValueError, match="nothing resolved or deleted"):
+        latest.resolved()
