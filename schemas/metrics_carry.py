@@ -14,8 +14,9 @@ from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, St
 from schemas.columns import column
 
 # ops: one visible offset record (commit or tombstone) in the last `status_intervals` + 1 non-empty
-# min-distance buckets of its group partition, or any of a group partition that had a tombstone. Key: cluster, group_id, topic, partition, source_partition,
-# source_offset. The record columns are those of silver offset_commits.
+# min-distance buckets of its group partition, or any of a group partition that had a tombstone.
+# Key: cluster, group_id, topic, partition, source_partition, source_offset. The record columns are
+# those of silver offset_commits.
 metrics_carry_schema = StructType(
     [
         column("cluster", StringType(), False),

@@ -4,13 +4,17 @@ run from scratch is tests/spark/test_incremental_metrics.py."""
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
 from schemas.metrics_carry import metrics_carry_schema
 from transforms.gold.metrics_carry import CONTINUE, WHOLE, carry_tails, group_partition_starts
+from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
 START = datetime(2026, 11, 2, tzinfo=UTC)
 MINUTE_MS = 60_000
@@ -47,6 +51,48 @@ def test_a_group_partition_that_had_a_tombstone_carries_all_its_records_another_
     assert sorted(row.source_offset for row in plain.collect()) == [7, 8, 9]  # intervals + 1 buckets
     assert sorted(row.source_offset for row in tombstoned.collect()) == list(range(10))
     assert {row.has_tombstone for row in tombstoned.collect()} == {True}
+
+
+def _tails_by_ranking_every_record(rows):
+    """The carry's definition, written as it reads: each visible record's rank among its group partition's
+    distinct buckets, newest first."""
+    by_key = Window.partitionBy(*OFFSET_KEY)
+    bucket = F.floor(F.unix_millis(F.coalesce("record_at", F.lit(datetime(1900, 1, 1, tzinfo=UTC)))) / MINUTE_MS)
+    return (
+        filter_invisible_offset_records(rows)
+        .withColumns(
+            {
+                "back": F.dense_rank().over(by_key.orderBy(bucket.desc())),
+                "has_tombstone": F.max("is_tombstone").over(
+                    by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+                ),
+            }
+        )
+        .where((F.col("back") <= INTERVALS + 1) | F.col("has_tombstone"))
+        .select(*metrics_carry_schema.fieldNames())
+    )
+
+
+def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark):
+    draw = random.Random(16)
+    rows = []
+    for group in range(12):
+        # several records a bucket, gaps, untimed records, a few tombstones, invisible transactional ones
+        minute = 0.0
+        for offset in range(draw.randint(1, 40)):
+            minute += draw.choice([0.1, 0.2, 0.5, 1.0, 3.0, 7.0])
+            is_tombstone = draw.random() < 0.03
+            record_at = None if draw.random() < 0.05 else at(minute)
+            rows.append(("c", f"g{group % 5}", None if group == 11 else f"t{group % 2}", group % 3, 1, offset,
+                         record_at, is_tombstone, None if is_tombstone else offset, record_at, None,
+                         draw.choice([None, None, None, "committed", "aborted", "pending"])))  # fmt: skip
+    schema = records(spark, "unused", []).schema
+    frame = spark.createDataFrame(rows, schema)
+
+    carried = Counter(map(tuple, tails(spark, frame).collect()))
+
+    assert carried == Counter(map(tuple, _tails_by_ranking_every_record(frame).collect()))
+    assert 0 < carried.total() < len(rows)
 
 
 def test_a_carried_tombstone_continues_even_from_late_data_and_a_first_tombstone_is_read_whole(spark):

@@ -27,6 +27,8 @@ added or removed. Its lag and consumer_status rows from `start_at` on are evalua
 
 from __future__ import annotations
 
+import functools
+import operator
 from datetime import UTC, datetime
 
 from pyspark.sql import Column, DataFrame, Window
@@ -53,21 +55,34 @@ def _record_time(at: Column) -> Column:
 def carry_tails(records: DataFrame, *, intervals: int, min_distance_ms: int) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: each group partition's records in its
     last `intervals` + 1 non-empty min-distance buckets, all of them if it ever had a tombstone (whether
-    it had is carried too)."""
+    it had is carried too).
+
+    The cut is found among each group partition's distinct buckets (an aggregation, about one row per
+    min-distance of its commits) and applied to the records by a join: ranking the records themselves
+    sorted a night's every record by group partition and time."""
+    visible = filter_invisible_offset_records(records).withColumn(
+        "_bucket", _bucket(_record_time(F.col("record_at")), min_distance_ms)
+    )
     by_key = Window.partitionBy(*OFFSET_KEY)
-    bucket = _bucket(_record_time(F.col("record_at")), min_distance_ms)
-    buckets_back = F.dense_rank().over(by_key.orderBy(bucket.desc()))
-    return (
-        filter_invisible_offset_records(records)
-        .withColumns(
+    buckets = visible.groupBy(*OFFSET_KEY, "_bucket").agg(F.max("is_tombstone").alias("_has_tombstone"))
+    cuts = (
+        buckets.withColumns(
             {
-                "buckets_back": buckets_back,
-                "has_tombstone": F.max("is_tombstone").over(
+                "_buckets_back": F.row_number().over(by_key.orderBy(F.col("_bucket").desc())),
+                "has_tombstone": F.max("_has_tombstone").over(
                     by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
                 ),
             }
         )
-        .where((F.col("buckets_back") <= F.lit(intervals + 1)) | F.col("has_tombstone"))
+        .where(F.col("_buckets_back") <= F.lit(intervals + 1))
+        .groupBy(*OFFSET_KEY)
+        .agg(F.min("_bucket").alias("_first_bucket"), F.max("has_tombstone").alias("has_tombstone"))
+        .withColumnsRenamed({name: f"_cut_{name}" for name in OFFSET_KEY})
+    )
+    same_key = functools.reduce(operator.and_, [F.col(name).eqNullSafe(F.col(f"_cut_{name}")) for name in OFFSET_KEY])
+    return (
+        visible.join(cuts, on=same_key)
+        .where((F.col("_bucket") >= F.col("_first_bucket")) | F.col("has_tombstone"))
         .select(*metrics_carry_schema.fieldNames())
     )
 
