@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from schemas import gold
 from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
 from transforms.gold import ownership
+from transforms.gold.epoch_spans import latest_before
 from transforms.gold.generations import (
     GROUP_PROTOCOL_CONSUMER,
     GROUP_PROTOCOL_SHARE,
@@ -68,15 +69,6 @@ def _of_type(records: DataFrame, record_type: int) -> DataFrame:
     return records.where(F.col("record_type") == F.lit(record_type))
 
 
-def _latest_before(anchors: DataFrame, events: DataFrame, key: str) -> DataFrame:
-    """For each anchor (a type 6 record), each key's latest event earlier in the log, tombstones dropped."""
-    joined = anchors.join(events, on=[*INCARNATION, "source_partition"], how="inner").where(
-        F.col("source_offset") < F.col("anchor_offset")
-    )
-    latest = Window.partitionBy(*ANCHOR, key).orderBy(F.col("source_offset").desc())
-    return joined.withColumn("rank", F.row_number().over(latest)).where((F.col("rank") == 1) & ~F.col("is_tombstone"))
-
-
 def _named_partitions(assigned: Column, names: Column, unnamed_source: Column) -> Column:
     """Topic-id partitions -> ASSIGNED_PARTITIONS, naming each topic through the cluster's id map
     (`unnamed_source` where it has none: unresolved, or a streams subtopology, which no map names)."""
@@ -96,7 +88,7 @@ def _named_partitions(assigned: Column, names: Column, unnamed_source: Column) -
 def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame) -> DataFrame:
     """(anchor, member) rows: the member's metadata, regex-resolved subscription, the partitions it owned
     when the epoch ended (current assignment, see transforms.gold.ownership) and its target partitions."""
-    metadata = _latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
+    metadata = latest_before(anchors, _of_type(records, RECORD_MEMBER_METADATA), "member_id").select(
         *ANCHOR,
         "group_protocol",
         "member_id",
@@ -109,13 +101,13 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
         "subscribed_topic_names",
         F.nullif(F.col("subscribed_topic_regex"), F.lit("")).alias("subscribed_topic_regex"),
     )
-    targets = _latest_before(anchors, _of_type(records, RECORD_TARGET_MEMBER), "member_id").select(
+    targets = latest_before(anchors, _of_type(records, RECORD_TARGET_MEMBER), "member_id").select(
         *ANCHOR, "member_id", F.col("assigned_partitions").alias("target")
     )
     owned = ownership.epoch_ownership(
         records, metadata.join(anchors.select(*ANCHOR, "next_anchor_offset"), on=list(ANCHOR), how="inner"), ANCHOR
     )
-    regexes = _latest_before(
+    regexes = latest_before(
         anchors, _of_type(records, RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION), "regular_expression"
     ).select(*ANCHOR, F.col("regular_expression").alias("subscribed_topic_regex"), "resolved_topics")
     subscribed = F.array_distinct(
