@@ -122,7 +122,8 @@ def _partition_windows(groups: list) -> dict[int, tuple[Window, ...]]:
 
 def _merged(windows: list[Window]) -> tuple[Window, ...]:
     merged: list[Window] = []
-    for start, end in sorted(windows):
+    # Windows of two groups may start together, one open-ended (end None): it sorts after the other.
+    for start, end in sorted(windows, key=lambda window: (window[0], window[1] is None, window[1] or "")):
         if merged and (merged[-1][1] is None or start <= merged[-1][1]):
             last_start, last_end = merged[-1]
             merged[-1] = (last_start, None if last_end is None or end is None else max(last_end, end))
