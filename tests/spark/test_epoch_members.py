@@ -1,6 +1,8 @@
-"""Which member records hold at each KIP-848 epoch (transforms/gold/epoch_spans.py `latest_before`), against
-its definition: each anchor paired with every earlier event of its incarnation, the latest per key kept,
-tombstones dropped. Seeded records of several groups, incarnations, members and tombstones."""
+"""Which member records hold at each KIP-848 epoch, against their definitions on seeded records (several
+groups, incarnations, members, tombstones): transforms/gold/epoch_spans.py `latest_before` (each anchor
+paired with every earlier event of its incarnation, the latest per key kept, tombstones dropped) and
+transforms/gold/ownership.py `ending_states` (each epoch member's latest current assignment before the
+next epoch)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from transforms.gold.epoch_spans import latest_before
+from transforms.gold.epochs import ANCHOR as EPOCH_ANCHOR
 from transforms.gold.generations import INCARNATION
+from transforms.gold.ownership import MEMBER, ending_states
 
 EVENTS = "cluster string, group_id string, incarnation int, source_partition int, source_offset long,"
 EVENTS += " member_id string, is_tombstone boolean, detail string"
@@ -59,3 +63,36 @@ def test_each_epoch_holds_each_members_latest_record_before_it(spark):
 
 def _rows(frame) -> Counter:
     return Counter(map(tuple, frame.select(*sorted(frame.columns)).collect()))
+
+
+STATES = "cluster string, group_id string, incarnation int, member_id string, seq int, source_offset long,"
+STATES += " is_tombstone boolean"
+MEMBERS_AT = "cluster string, group_id string, incarnation int, generation int, anchor_offset long,"
+MEMBERS_AT += " member_id string, next_anchor_offset long"
+
+
+def test_each_epoch_ends_on_each_members_latest_state_before_the_next_epoch(spark):
+    draw = random.Random(11)
+    states, members_at = [], []
+    for member in range(6):
+        offsets = sorted(draw.sample(range(1, 400), draw.randint(0, 30)))
+        states += [("c", "g", 0, f"m{member}", seq, offset, draw.random() < 0.1)
+                   for seq, offset in enumerate(offsets, start=1)]  # fmt: skip
+    anchor_offsets = sorted(draw.sample(range(1, 400), 25))
+    for number, offset in enumerate(anchor_offsets):
+        next_offset = anchor_offsets[number + 1] if number + 1 < len(anchor_offsets) else None
+        members_at += [("c", "g", 0, number, offset, f"m{member}", next_offset) for member in range(6)
+                       if draw.random() < 0.8]  # fmt: skip
+    states = [row for row in states if row[5] not in anchor_offsets]  # one offset, one record
+    state_frame = spark.createDataFrame(states, STATES)
+    members_frame = spark.createDataFrame(members_at, MEMBERS_AT)
+
+    walked = _rows(ending_states(state_frame, members_frame, EPOCH_ANCHOR))
+
+    joined = members_frame.join(state_frame.where(~F.col("is_tombstone")), on=list(MEMBER), how="inner").where(
+        F.col("next_anchor_offset").isNull() | (F.col("source_offset") < F.col("next_anchor_offset"))
+    )
+    latest = Window.partitionBy(*EPOCH_ANCHOR, "member_id").orderBy(F.col("source_offset").desc())
+    by_definition = joined.withColumn("rank", F.row_number().over(latest)).where(F.col("rank") == 1)
+    assert walked == _rows(by_definition.select(*EPOCH_ANCHOR, "member_id", "seq"))
+    assert walked.total() > 20

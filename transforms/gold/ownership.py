@@ -21,6 +21,7 @@ from transforms.gold.generations import INCARNATION
 
 RECORD_CURRENT_MEMBER = 8
 MEMBER = (*INCARNATION, "member_id")
+_AFTER_EVERY_RECORD = 2**63 - 1  # the last epoch ends after the member's every record
 
 
 def _member_records(records: DataFrame) -> DataFrame:
@@ -73,17 +74,7 @@ def epoch_ownership(records: DataFrame, members_at: DataFrame, anchor: tuple[str
     `members_at` has the anchor columns plus member_id and next_anchor_offset (null for the last epoch).
     A member without a type 8 record by then owns nothing (no row: the caller coalesces).
     """
-    states = _member_records(records).where(~F.col("is_tombstone"))
-    latest = Window.partitionBy(*anchor, "member_id").orderBy(F.col("source_offset").desc())
-    before_next = F.col("next_anchor_offset").isNull() | (F.col("source_offset") < F.col("next_anchor_offset"))
-    last_state = (
-        members_at.select(*anchor, "member_id", "next_anchor_offset")
-        .join(states.select(*MEMBER, "seq", "source_offset"), on=list(MEMBER), how="inner")
-        .where(before_next)
-        .withColumn("rank", F.row_number().over(latest))
-        .where(F.col("rank") == 1)
-        .select(*anchor, "member_id", "seq")
-    )
+    last_state = ending_states(_member_records(records), members_at, anchor)
     held = last_state.join(owned_partitions(records), on=[*MEMBER, "seq"], how="inner")
     by_topic = held.groupBy(*anchor, "member_id", "topic_id").agg(
         F.array_sort(F.collect_list("partition")).alias("partitions"),
@@ -92,4 +83,28 @@ def epoch_ownership(records: DataFrame, members_at: DataFrame, anchor: tuple[str
     return by_topic.groupBy(*anchor, "member_id").agg(
         F.array_sort(F.collect_list(F.struct("topic_id", "partitions"))).alias("current"),
         F.array_sort(F.flatten(F.collect_list("times"))).alias("ownership_times"),
+    )
+
+
+def ending_states(states: DataFrame, members_at: DataFrame, anchor: tuple[str, ...]) -> DataFrame:
+    """(anchor, member_id, seq) of the member's latest type 8 record (not a tombstone) before the next
+    epoch: `states` as _member_records gives them, `members_at` as epoch_ownership takes it.
+
+    Each epoch's end is put in its member's log, where the record before it is the one then held: a walk
+    along the log, not each epoch paired with every earlier record of its member (the square of a
+    member's history)."""
+    ends = members_at.select(
+        *anchor,
+        "member_id",
+        F.coalesce("next_anchor_offset", F.lit(_AFTER_EVERY_RECORD)).alias("source_offset"),
+        F.lit(True).alias("_is_end"),
+    )
+    before = Window.partitionBy(*MEMBER).orderBy("source_offset").rowsBetween(Window.unboundedPreceding, -1)
+    return (
+        states.where(~F.col("is_tombstone"))
+        .select(*MEMBER, "seq", "source_offset", F.lit(False).alias("_is_end"))
+        .unionByName(ends, allowMissingColumns=True)
+        .withColumn("held_seq", F.last("seq", ignorenulls=True).over(before))
+        .where(F.col("_is_end") & F.col("held_seq").isNotNull())
+        .select(*anchor, "member_id", F.col("held_seq").alias("seq"))
     )
