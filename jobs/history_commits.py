@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.tables import materialized
+from jobs.tables import held_on_disk, materialized
 from transforms.gold import departures, resume
 from transforms.gold.generations import GROUP
 
@@ -35,7 +35,7 @@ def commit_times_read_by(
     floors = materialized(resume.commit_floors(framed))
     narrowed = materialized(resume.narrowed_floors(framed, floors, margin_ms))
     read = _commits_from_floors(framed, commits, narrowed, silent, progress)
-    times = materialized(departures.commit_times_read_by(framed, assignments, read))
+    times = held_on_disk(departures.commit_times_read_by(framed, assignments, read))
     lookups = departures.commit_lookups(framed, assignments, share_member_records)
     short = materialized(resume.groups_short_of_commits(lookups, times, narrowed))
     count = short.count()
@@ -47,7 +47,7 @@ def commit_times_read_by(
     times_again = departures.commit_times_read_by(
         again, assignments, _commits_from_floors(again, commits, floors_again, silent, progress)
     )
-    return materialized(times.join(short, on=list(GROUP), how="left_anti").unionByName(times_again))
+    return held_on_disk(times.join(short, on=list(GROUP), how="left_anti").unionByName(times_again))
 
 
 def _commits_from_floors(

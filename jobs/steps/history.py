@@ -30,6 +30,7 @@ from jobs.tables import (
     cluster_rows,
     ensure_table,
     gold_rows,
+    held_on_disk,
     materialized,
     sql_string_literal,
     table_location,
@@ -95,33 +96,35 @@ def build_history(
         listed = F.broadcast(groups)
         silver = {name: rows.join(listed, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
     # The group records are few and each is read by many plans below: held once, not listed and scanned
-    # from Delta by each.
-    silver = {name: materialized(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
+    # from Delta by each. What this step holds is held on disk: held in the heap (as objects, several times
+    # their size), a 50M-record night's group records, commit times and partition changes took the memory
+    # the rebalances' aggregations needed, and the night failed (SparkOutOfMemoryError).
+    silver = {name: held_on_disk(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
         epochs.consumer_group_generations(group_records, names)
     )
     gens = store("generations", all_generations)
     assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
-    framed = materialized(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
+    framed = held_on_disk(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
     members = store("streams_members", streams_members.streams_members(gens, group_records))
     commits = offsets.filter_uncounted_commits(offset_commits)
     share_member_records = epochs.share_member_records(group_records)
     if settled is None:
         to_compute, kept = framed, {}
         # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
-        commit_times = materialized(departures.commit_times_read_by(to_compute, assignments, commits))
+        commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, commits))
     else:
         keys = settled["rebalances"].join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
         kept = {
             name: rows.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
             for name, rows in settled.items()
         }
-        to_compute = materialized(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
+        to_compute = held_on_disk(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
         commit_times = commit_times_read_by(
             to_compute, assignments, share_member_records, commits, progress, silent=silent
         )
-    changes = materialized(assignment_math.partition_changes(to_compute, assignments))
+    changes = held_on_disk(assignment_math.partition_changes(to_compute, assignments))
     computed = rebalances.rebalances(
         to_compute,
         changes,
@@ -141,7 +144,7 @@ def build_history(
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
     # A settled rebalance's replay reads only its own generations, final as it is.
     replayed = rebalance_rows.join(to_compute.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
-    replay = materialized(whatif_inputs.replay_inputs(replayed, gens))
+    replay = held_on_disk(whatif_inputs.replay_inputs(replayed, gens))
     whatif_rows = whatif.rebalance_whatif(replay, replay_assignors(replay), replayed)
     store("rebalance_whatif", _with_kept(whatif_rows, kept, "rebalance_whatif"))
     store("generation_capacity", idle.generation_capacity(gens))
