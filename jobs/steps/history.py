@@ -95,10 +95,8 @@ def build_history(
         # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time.
         listed = F.broadcast(groups)
         silver = {name: rows.join(listed, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
-    # The group records are few and each is read by many plans below: held once, not listed and scanned
-    # from Delta by each. What this step holds is held on disk: held in the heap (as objects, several times
-    # their size), a 50M-record night's group records, commit times and partition changes took the memory
-    # the rebalances' aggregations needed, and the night failed (SparkOutOfMemoryError).
+    # The group records are read by many plans below: held once, not scanned from Delta by each. Held on
+    # disk, as the other large frames here: in the heap they took a 50M-record night's aggregations' memory.
     silver = {name: held_on_disk(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
