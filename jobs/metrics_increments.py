@@ -233,7 +233,11 @@ def continue_metrics(
         return
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     starts = metrics_carry.group_partition_starts(
-        earliest_commit_changes, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
+        earliest_commit_changes,
+        snapshots_changed,
+        carry,
+        intervals=settings.status_intervals,
+        min_distance_ms=settings.status_min_distance_ms,
     ).localCheckpoint()
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = metrics_note(config.cluster, versions, last_day)

@@ -10,7 +10,8 @@ Change Data Feed on, changed night by night the way the decode and end_offsets s
 generations and rebalances are the jobs' own history builder over the same cut. Nights: a first run from
 scratch; transactional commits appended pending; new snapshots only, with those transactions resolved
 (committed and aborted); nothing new (the same night again: idempotence); late commits and a late
-snapshot with rows deleted from silver; the run date moving with no new data.
+snapshot with rows deleted from silver; the run date moving, with a group's first commits arriving late
+(before what its carry holds).
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ CLUSTER = "nights"
 SCENARIOS = ("lifecycle", "transactions", "cooperative-sticky", "kip848-handover", "quickstart")
 FIRST_DAY = date(2026, 11, 1)
 HISTORY_SILVER = ("group_metadata", "group_members", "consumer_group_records")
-# Small enough that the captures cross every path: carried windows, stale and expiring groups.
-GOLD = {"status_intervals": 3, "stale_after_days": 2, "offsets_retention_minutes": 2 * 1440}
+# Small enough that the captures cross every path: carried windows, a carry that does not hold every
+# record (more than `status_intervals` + 1 buckets), stale and expiring groups.
+GOLD = {"status_intervals": 2, "stale_after_days": 2, "offsets_retention_minutes": 2 * 1440}
 LATE_GROUP = "lifecycle/life-empty"  # its commits after the first cut arrive on night 5
 FORGOTTEN_GROUP = "lifecycle/life-expired"  # its commits before the first cut are deleted on night 6
+EARLY_GROUP = "cooperative-sticky/cooperative-sticky"  # its first second of commits arrives on night 6
 
 
 def _shift_timestamps(rows: DataFrame, micros: int) -> DataFrame:
@@ -130,22 +133,28 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
     )[1]  # fmt: skip
     is_late = (F.col("group_id") == F.lit(LATE_GROUP)) & (_micros("record_at") > F.lit(cut_1))
     is_forgotten = (F.col("group_id") == F.lit(FORGOTTEN_GROUP)) & (_micros("record_at") <= F.lit(cut_1))
+    early_group = F.col("group_id") == F.lit(EARLY_GROUP)
+    first_early = commits.where(early_group).agg(F.min(_micros("record_at"))).first()[0]
+    is_early = early_group & (_micros("record_at") < F.lit(first_early + 1_000_000))
     first_pending = F.col("txn_state").isNotNull() & _micros("record_at").between(cut_1 + 1, cut_2)
     day_after = [FIRST_DAY + timedelta(days=day + 1) for day in range(len(SCENARIOS))]
     plan = [
-        # (commit cut, snapshot cut, pending, late held back, late snapshot held back, forgotten, run date)
-        (cut_1, cut_1, False, True, True, False, day_after[0]),
-        (cut_2, cut_2, True, True, True, False, day_after[1]),  # transactional commits appended pending
-        (cut_2, cut_3, False, True, True, False, day_after[1]),  # new snapshots only; transactions resolved
-        (cut_2, cut_3, False, True, True, False, day_after[1]),  # nothing new: the same night again
-        (cut_4, cut_4, False, False, False, True, day_after[4]),  # late commits and snapshot; rows deleted
-        (cut_4, cut_4, False, False, False, True, day_after[4] + timedelta(days=3)),  # time alone
+        # (commit cut, snapshot cut, pending, late held back, late snapshot held back, early held back,
+        #  forgotten, run date)
+        (cut_1, cut_1, False, True, True, True, False, day_after[0]),
+        (cut_2, cut_2, True, True, True, True, False, day_after[1]),  # transactional commits appended pending
+        (cut_2, cut_3, False, True, True, True, False, day_after[1]),  # new snapshots only; transactions resolved
+        (cut_2, cut_3, False, True, True, True, False, day_after[1]),  # nothing new: the same night again
+        (cut_4, cut_4, False, False, False, True, True, day_after[4]),  # late commits and snapshot; rows deleted
+        (cut_4, cut_4, False, False, False, False, True, day_after[4] + timedelta(days=3)),  # time; early commits
     ]
     nights = []
-    for commit_cut, snapshot_cut, pending, late, late_snapshot, forgotten, run_date in plan:
+    for commit_cut, snapshot_cut, pending, late, late_snapshot, early, forgotten, run_date in plan:
         rows = commits.where(_micros("record_at") <= F.lit(commit_cut))
         if late:
             rows = rows.where(~is_late)
+        if early:
+            rows = rows.where(~is_early)
         if forgotten:
             rows = rows.where(~is_forgotten)
         if pending:
@@ -290,7 +299,10 @@ def test_transactions_appended_pending_are_resolved_committed_and_aborted_the_ne
 def test_new_snapshots_continue_and_late_data_rebuilds_group_partitions_whole(nights):
     _, results = nights
     assert results[2][0]["metrics_group_partitions_continued"] > 0  # new snapshots, transactions resolved
-    assert results[4][0]["metrics_group_partitions_whole"] > 0  # late commits and snapshot, deleted rows
+    # Late commits and a snapshot, deleted rows: every carry there holds all its group partition's records.
+    assert results[4][0]["metrics_group_partitions_whole"] == 0
+    assert results[4][0]["metrics_group_partitions_continued"] > 0
+    assert results[5][0]["metrics_group_partitions_whole"] > 0  # commits before what the carry holds
 
 
 def test_after_the_nights_a_group_partition_that_had_a_tombstone_carries_all_its_records(spark, nights):

@@ -95,10 +95,13 @@ def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark):
     assert 0 < carried.total() < len(rows)
 
 
-def test_a_carried_tombstone_continues_even_from_late_data_and_a_first_tombstone_is_read_whole(spark):
+def test_a_carry_holding_every_record_continues_from_late_data_and_a_first_tombstone_else_is_read_whole(spark):
     minutes = [float(minute) for minute in range(10)]
-    carry = tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0)).unionByName(
-        tails(spark, records(spark, "plain", minutes))
+    carry = (
+        tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0))
+        .unionByName(tails(spark, records(spark, "plain", minutes)))
+        .unionByName(tails(spark, records(spark, "few", [4.0, 8.5, 8.7])))  # INTERVALS buckets: all carried
+        .unionByName(tails(spark, records(spark, "just enough", [1.0, 4.0, 8.5])))  # one more: maybe not all
     )
 
     def how(group: str, changed_minute: float, is_tombstone: bool = False) -> str:
@@ -109,7 +112,7 @@ def test_a_carried_tombstone_continues_even_from_late_data_and_a_first_tombstone
         )
         no_snapshots = spark.createDataFrame([], "cluster string, topic string, partition int, observed_at timestamp")
         starts = group_partition_starts(changes, no_snapshots, carry.select(*metrics_carry_schema.names),
-                                        min_distance_ms=MINUTE_MS)  # fmt: skip
+                                        intervals=INTERVALS, min_distance_ms=MINUTE_MS)  # fmt: skip
         return starts.where(F.col("group_id") == group).first().how
 
     assert how("plain", 9.5) == CONTINUE  # in the last carried bucket
@@ -117,6 +120,11 @@ def test_a_carried_tombstone_continues_even_from_late_data_and_a_first_tombstone
     assert how("plain", 10.0, is_tombstone=True) == WHOLE  # its first tombstone: the carry is not whole yet
     assert how("tombstoned", 10.0) == CONTINUE
     assert how("tombstoned", 2.0) == CONTINUE  # late, but every record before it is carried
+    # Fewer buckets than the carry keeps: it holds every record, so late data and tombstones continue too.
+    assert how("few", 2.0) == CONTINUE
+    assert how("few", 9.0, is_tombstone=True) == CONTINUE
+    assert how("just enough", 2.0) == WHOLE
+    assert how("just enough", 9.0, is_tombstone=True) == WHOLE
 
 
 def test_tables_noted_without_this_carry_are_evaluated_from_scratch_once():

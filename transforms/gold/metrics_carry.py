@@ -14,13 +14,14 @@ transaction resolved) or deleted, and the earliest observed_at of a snapshot of 
 added or removed. Its lag and consumer_status rows from `start_at` on are evaluated again, `how`:
 - continue: the carried records before `start_at` + silver's records from `start_at` on. Exact when
   `start_at` falls in or after the last carried bucket (every earlier record either table can reach
-  from a snapshot at or after `start_at` is carried), or when the group partition had a tombstone: its
-  lives follow log order, not time, so it is evaluated from all its records (snapshot_horizon.py keeps
-  such partitions whole too), and the carry holds all of them. A group partition seen for the first
-  time has nothing before `start_at`.
+  from a snapshot at or after `start_at` is carried), or when the carry holds every record of the group
+  partition: it had a tombstone (its lives follow log order, not time, so it is evaluated from all its
+  records, as snapshot_horizon.py keeps such partitions whole), or it has fewer than `intervals` + 1
+  non-empty buckets (the cut dropped nothing). A group partition seen for the first time has nothing
+  before `start_at`.
 - whole: all of silver's records of the group partition: late data (a commit or snapshot before the
-  last carried bucket) of one without a tombstone, or its first tombstone tonight (from then on its
-  carry holds every record: read whole once, not on every night it changes).
+  last carried bucket) of one whose carry does not hold every record, or its first tombstone tonight
+  (from then on its carry holds every record: read whole once, not on every night it changes).
 - left out: no record changed and its latest record before `start_at` is a tombstone or expired: it
   holds no committed offset at any later snapshot, so it has no rows there, before or after.
 """
@@ -98,7 +99,7 @@ def earliest_changes(commit_changes: DataFrame) -> DataFrame:
 
 
 def group_partition_starts(
-    commit_changes: DataFrame, snapshot_changes: DataFrame, carry: DataFrame, *, min_distance_ms: int
+    commit_changes: DataFrame, snapshot_changes: DataFrame, carry: DataFrame, *, intervals: int, min_distance_ms: int
 ) -> DataFrame:
     """Changed offset_commits rows + changed end_offsets rows + the carry -> (group partition, start_at,
     how) for every group partition whose lag and consumer_status rows from start_at on must be evaluated
@@ -111,15 +112,20 @@ def group_partition_starts(
     latest = F.struct(
         _record_time(F.col("record_at")).alias("at"), "source_offset", "is_tombstone", "expires_at"
     )  # in lag's order: time, then log position
-    carried = carry.groupBy(*OFFSET_KEY).agg(F.max(latest).alias("last"), F.max("has_tombstone").alias("has_tombstone"))
+    carried = carry.groupBy(*OFFSET_KEY).agg(
+        F.max(latest).alias("last"),
+        F.max("has_tombstone").alias("has_tombstone"),
+        F.count_distinct(_bucket(_record_time(F.col("record_at")), min_distance_ms)).alias("carried_buckets"),
+    )
     start_at = F.least("commit_start_at", "snapshot_start_at")
     is_dead_from_start = (F.col("last.at") < start_at) & (
         F.col("last.is_tombstone") | F.coalesce(F.col("last.expires_at") <= start_at, F.lit(False))
     )
     is_left_out = F.col("commit_start_at").isNull() & is_dead_from_start
     is_first_tombstone = ~F.col("has_tombstone") & F.coalesce(F.col("has_tombstone_changed"), F.lit(False))
+    holds_every_record = F.col("has_tombstone") | (F.col("carried_buckets") <= F.lit(intervals))
     continues = F.col("last").isNull() | (
-        F.col("has_tombstone")
+        holds_every_record
         | (~is_first_tombstone & (_bucket(start_at, min_distance_ms) >= _bucket(F.col("last.at"), min_distance_ms)))
     )
     return (
