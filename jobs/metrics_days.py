@@ -21,7 +21,7 @@ from jobs.runs import JobRun
 from jobs.tables import cluster_rows
 from jobs.watermarks import CHANGE_DELETE, CHANGE_UPDATE
 from schemas import gold
-from transforms.gold import group_daily, metrics_carry
+from transforms.gold import group_daily, metrics_reach
 from transforms.gold.generations import GROUP
 from transforms.gold.offsets import is_visible
 
@@ -96,7 +96,7 @@ def continue_group_daily(
     if first is not None and first <= last_day:
         new_rows = _group_days_since(spark, config, starts, previous, first, last_day)
     condition = f"day >= DATE '{since.isoformat()}'"
-    kept = metrics_carry.filter_rebuilt(
+    kept = metrics_reach.filter_rebuilt(
         previous.where(condition), starts.withColumnRenamed("from_day", "start_at"), "day", GROUP
     ).where(F.col("day") <= F.lit(last_day))
     rows = kept.unionByName(new_rows.select(*previous.columns)).localCheckpoint()

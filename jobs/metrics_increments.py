@@ -46,7 +46,7 @@ from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk, materialized
 from jobs.watermarks import ChangesUnavailable, changes_since
 from schemas import gold, ops
 from schemas.metrics_carry import metrics_carry_schema
-from transforms.gold import lag, metrics_carry, status
+from transforms.gold import lag, metrics_carry, metrics_reach, status
 from transforms.gold.generations import GROUP
 from transforms.gold.offsets import OFFSET_KEY, PARTITION
 from transforms.gold.snapshot_horizon import records_seen_by_snapshots
@@ -129,7 +129,7 @@ def evaluate_group_partitions(
     records = held_on_disk(metrics_carry.records_to_evaluate(carry, recent, whole, starts))
 
     end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
-    needed = metrics_carry.snapshots_needed_from(records, starts).localCheckpoint()
+    needed = metrics_reach.snapshots_needed_from(records, starts).localCheckpoint()
     lookback_micros = F.lit(int(SNAPSHOT_LOOKBACK.total_seconds() * 1_000_000))
     window_from = needed.agg(
         as_text(F.timestamp_micros(F.unix_micros(F.min("needed_from_at")) - lookback_micros))
@@ -138,7 +138,7 @@ def evaluate_group_partitions(
     if window_from is not None:
         window = window.where(F.col("observed_at") >= F.lit(window_from).cast("timestamp"))
     window = window.localCheckpoint()
-    whole_partitions = metrics_carry.partitions_short_of_snapshots(
+    whole_partitions = metrics_reach.partitions_short_of_snapshots(
         window, needed, intervals=settings.status_intervals
     ).localCheckpoint()
     snapshots = (
@@ -178,7 +178,10 @@ def evaluate_group_partitions(
         minimum_complete=settings.status_minimum_complete,
     )
     tails = metrics_carry.carry_tails(
-        records, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+        records,
+        intervals=settings.status_intervals,
+        min_distance_ms=settings.status_min_distance_ms,
+        partial=metrics_carry.partial_carries(carry, starts),
     )
     carry_rows = carry.join(starts, on=list(OFFSET_KEY), how="left_anti").unionByName(tails.select(*carry.columns))
     return lag_rows, status_rows, carry_rows
@@ -193,7 +196,7 @@ def _lag_of(
             records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
         )
     )
-    return seen, held_on_disk(metrics_carry.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))
+    return seen, held_on_disk(metrics_reach.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))
 
 
 def continue_metrics(
@@ -233,11 +236,7 @@ def continue_metrics(
         return
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     starts = metrics_carry.group_partition_starts(
-        earliest_commit_changes,
-        snapshots_changed,
-        carry,
-        intervals=settings.status_intervals,
-        min_distance_ms=settings.status_min_distance_ms,
+        earliest_commit_changes, snapshots_changed, carry, min_distance_ms=settings.status_min_distance_ms
     ).localCheckpoint()
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = metrics_note(config.cluster, versions, last_day)
@@ -247,7 +246,7 @@ def continue_metrics(
     replace_from_starts(spark, config, "lag", lag_rows, starts, "observed_at", OFFSET_KEY, commit_note)
     replace_from_starts(spark, config, "consumer_status", status_rows, starts, "evaluated_at", OFFSET_KEY, commit_note)
 
-    topic_days = metrics_carry.topic_day_starts(starts).localCheckpoint()
+    topic_days = metrics_reach.topic_day_starts(starts).localCheckpoint()
     lag_since = rows_since(
         cluster_rows(spark, config, "lag"), topic_days, "observed_at", ("cluster", "group_id", "topic")
     )
@@ -255,7 +254,7 @@ def continue_metrics(
         spark, config, "lag_daily", lag.lag_daily(lag_since), topic_days.withColumn("start_at", F.to_date("start_at")),
         "day", ("cluster", "group_id", "topic"), commit_note,
     )  # fmt: skip
-    windows = metrics_carry.group_window_starts(starts, settings.status_window_minutes).localCheckpoint()
+    windows = metrics_reach.group_window_starts(starts, settings.status_window_minutes).localCheckpoint()
     status_since = rows_since(
         cluster_rows(spark, config, "consumer_status"), windows.drop("start_at"), "evaluated_at", GROUP, "read_from_at"
     )
@@ -263,7 +262,7 @@ def continue_metrics(
         spark, config, "group_status", status.group_status(status_since, settings.status_window_minutes), windows,
         "evaluated_at", GROUP, commit_note,
     )  # fmt: skip
-    days_changed = metrics_carry.group_change_days(
+    days_changed = metrics_reach.group_change_days(
         earliest_commit_changes, history_changed["generations"], history_changed["rebalances"], starts
     )
     continue_group_daily(spark, config, run, days_changed, covered_last_day, last_day, commit_note)

@@ -13,7 +13,7 @@ from jobs.tables import END_OFFSETS, cluster_rows, ensure_table, gold_rows, tabl
 from jobs.watermarks import cluster_predicate, current_version, note, write_noted
 from schemas import gold
 from schemas.metrics_carry import metrics_carry_schema
-from transforms.gold import metrics_carry
+from transforms.gold import metrics_reach
 from transforms.schema_check import check_declared_types
 
 STEP = "metrics"
@@ -21,9 +21,10 @@ CARRY = "metrics_carry"
 NOTE_TABLE = "group_daily"  # written last: its note is what the step covered
 INPUTS = ("offset_commits", END_OFFSETS, "generations", "rebalances")
 LAST_DAY = "last_day"
-# What the carry holds, noted with the versions: 2, a group partition that had a tombstone carries all its
-# records (transforms/gold/metrics_carry.py). Tables noted otherwise are evaluated from scratch once.
-CARRY_VERSION, CURRENT_CARRY_VERSION = "carry_version", 2
+# What the carry holds, noted with the versions: 3, a group partition that had a tombstone carries all its
+# records evaluated, and whether they are all of its records (transforms/gold/metrics_carry.py). Tables
+# noted otherwise are evaluated from scratch once.
+CARRY_VERSION, CURRENT_CARRY_VERSION = "carry_version", 3
 NO_DAY = -1
 EPOCH = date(1970, 1, 1)
 
@@ -103,7 +104,7 @@ def replace_from_starts(
         return
     condition = timestamp_condition(at, since)
     old = cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]).where(condition)
-    rows = metrics_carry.filter_rebuilt(old, starts, at, keys).unionByName(new_rows.select(*old.columns))
+    rows = metrics_reach.filter_rebuilt(old, starts, at, keys).unionByName(new_rows.select(*old.columns))
     write_table(spark, config, name, rows.localCheckpoint(), commit_note, condition)
 
 

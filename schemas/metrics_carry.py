@@ -9,14 +9,17 @@ It is a function of silver alone: a from-scratch run and any series of nights gi
 
 from __future__ import annotations
 
-from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType, TimestampType
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from schemas.columns import column
 
+# Where a record is in the log: what lives (commits between tombstones) are counted along.
+LOG_POSITION = StructType([StructField("source_partition", IntegerType()), StructField("source_offset", LongType())])
+
 # ops: one visible offset record (commit or tombstone) in the last `status_intervals` + 1 non-empty
-# min-distance buckets of its group partition, or any of a group partition that had a tombstone.
+# min-distance buckets of its group partition, or, once it had a tombstone, any record evaluated since.
 # Key: cluster, group_id, topic, partition, source_partition, source_offset. The record columns are
-# those of silver offset_commits.
+# those of silver offset_commits; the last three are the group partition's, on each of its rows.
 metrics_carry_schema = StructType(
     [
         column("cluster", StringType(), False),
@@ -31,5 +34,8 @@ metrics_carry_schema = StructType(
         column("committed_at", TimestampType()),
         column("expires_at", TimestampType()),
         column("has_tombstone", BooleanType(), False),  # the group partition had a tombstone at any time
+        # Declared after the first version of this table (Delta adds columns last, nullable):
+        column("holds_every_record", BooleanType()),  # the carry holds all its visible records
+        column("last_position", LOG_POSITION),  # the latest log position of any of its visible records
     ]
 )

@@ -10,8 +10,8 @@ Change Data Feed on, changed night by night the way the decode and end_offsets s
 generations and rebalances are the jobs' own history builder over the same cut. Nights: a first run from
 scratch; transactional commits appended pending; new snapshots only, with those transactions resolved
 (committed and aborted); nothing new (the same night again: idempotence); late commits and a late
-snapshot with rows deleted from silver; the run date moving, with a group's first commits arriving late
-(before what its carry holds).
+snapshot with rows deleted from silver; the run date moving, with a snapshot arriving late (before what
+the carry of a group partition with more commits than it keeps can answer for).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ HISTORY_SILVER = ("group_metadata", "group_members", "consumer_group_records")
 GOLD = {"status_intervals": 2, "stale_after_days": 2, "offsets_retention_minutes": 2 * 1440}
 LATE_GROUP = "lifecycle/life-empty"  # its commits after the first cut arrive on night 5
 FORGOTTEN_GROUP = "lifecycle/life-expired"  # its commits before the first cut are deleted on night 6
-EARLY_GROUP = "cooperative-sticky/cooperative-sticky"  # its first second of commits arrives on night 6
+EARLY_TOPIC = "orders"  # a snapshot of it amid the cooperative-sticky group's commits arrives on night 6
 
 
 def _shift_timestamps(rows: DataFrame, micros: int) -> DataFrame:
@@ -133,28 +133,35 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
     )[1]  # fmt: skip
     is_late = (F.col("group_id") == F.lit(LATE_GROUP)) & (_micros("record_at") > F.lit(cut_1))
     is_forgotten = (F.col("group_id") == F.lit(FORGOTTEN_GROUP)) & (_micros("record_at") <= F.lit(cut_1))
-    early_group = F.col("group_id") == F.lit(EARLY_GROUP)
-    first_early = commits.where(early_group).agg(F.min(_micros("record_at"))).first()[0]
-    is_early = early_group & (_micros("record_at") < F.lit(first_early + 1_000_000))
+    cooperative_span = (
+        commits.where(F.col("group_id") == F.lit("cooperative-sticky/cooperative-sticky"))
+        .agg(F.min(_micros("record_at")), F.max(_micros("record_at"))).first()
+    )  # fmt: skip
+    amid_cooperative = sorted(
+        row[0] for row in lab[END_OFFSETS]
+        .where((F.col("topic") == F.lit(EARLY_TOPIC)) & _micros("observed_at").between(*cooperative_span))
+        .select(_micros("observed_at")).distinct().collect()
+    )  # fmt: skip
+    is_early_snapshot = (F.col("topic") == F.lit(EARLY_TOPIC)) & (
+        _micros("observed_at") == F.lit(amid_cooperative[len(amid_cooperative) // 2])
+    )
     first_pending = F.col("txn_state").isNotNull() & _micros("record_at").between(cut_1 + 1, cut_2)
     day_after = [FIRST_DAY + timedelta(days=day + 1) for day in range(len(SCENARIOS))]
     plan = [
-        # (commit cut, snapshot cut, pending, late held back, late snapshot held back, early held back,
-        #  forgotten, run date)
+        # (commit cut, snapshot cut, pending, late held back, late snapshot held back, early snapshot held
+        #  back, forgotten, run date)
         (cut_1, cut_1, False, True, True, True, False, day_after[0]),
         (cut_2, cut_2, True, True, True, True, False, day_after[1]),  # transactional commits appended pending
         (cut_2, cut_3, False, True, True, True, False, day_after[1]),  # new snapshots only; transactions resolved
         (cut_2, cut_3, False, True, True, True, False, day_after[1]),  # nothing new: the same night again
         (cut_4, cut_4, False, False, False, True, True, day_after[4]),  # late commits and snapshot; rows deleted
-        (cut_4, cut_4, False, False, False, False, True, day_after[4] + timedelta(days=3)),  # time; early commits
+        (cut_4, cut_4, False, False, False, False, True, day_after[4] + timedelta(days=3)),  # time; early snapshot
     ]
     nights = []
     for commit_cut, snapshot_cut, pending, late, late_snapshot, early, forgotten, run_date in plan:
         rows = commits.where(_micros("record_at") <= F.lit(commit_cut))
         if late:
             rows = rows.where(~is_late)
-        if early:
-            rows = rows.where(~is_early)
         if forgotten:
             rows = rows.where(~is_forgotten)
         if pending:
@@ -162,6 +169,8 @@ def nights_inputs(lab: dict[str, DataFrame], spans: list[tuple[int, int]]) -> li
         snapshots = lab[END_OFFSETS].where(_micros("observed_at") <= F.lit(snapshot_cut))
         if late_snapshot:
             snapshots = snapshots.where(_micros("observed_at") != F.lit(held_snapshot))
+        if early:
+            snapshots = snapshots.where(~is_early_snapshot)
         history = {name: lab[name].where(_micros("record_at") <= F.lit(commit_cut)) for name in HISTORY_SILVER}
         nights.append(
             {"offset_commits": rows, END_OFFSETS: snapshots, **history, "run_date": run_date, "cut": commit_cut}
@@ -302,12 +311,12 @@ def test_new_snapshots_continue_and_late_data_rebuilds_group_partitions_whole(ni
     # Late commits and a snapshot, deleted rows: every carry there holds all its group partition's records.
     assert results[4][0]["metrics_group_partitions_whole"] == 0
     assert results[4][0]["metrics_group_partitions_continued"] > 0
-    assert results[5][0]["metrics_group_partitions_whole"] > 0  # commits before what the carry holds
+    assert results[5][0]["metrics_group_partitions_whole"] > 0  # a snapshot before what a carry answers for
 
 
 def test_after_the_nights_a_group_partition_that_had_a_tombstone_carries_all_its_records(spark, nights):
-    """Such a group partition is evaluated from all its records, carried whole from the night its first
-    tombstone came (tests/spark/test_metrics_carry.py has the rules)."""
+    """The lab's tombstones each follow a few commits, fewer than the carry keeps before one, so each such
+    group partition is carried whole (tests/spark/test_metrics_carry.py has the rules)."""
     config, _ = nights
     visible = filter_invisible_offset_records(spark.table(config.table("offset_commits")))
     tombstoned = visible.where("is_tombstone").select(*OFFSET_KEY).distinct()

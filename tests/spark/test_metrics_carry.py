@@ -44,31 +44,60 @@ def tails(spark, rows):
     return carry_tails(rows, intervals=INTERVALS, min_distance_ms=MINUTE_MS)
 
 
-def test_a_group_partition_that_had_a_tombstone_carries_all_its_records_another_its_last_buckets(spark):
+def test_a_carry_holds_the_last_buckets_and_after_a_tombstone_every_later_life_whole(spark):
     minutes = [float(minute) for minute in range(10)]
     plain = tails(spark, records(spark, "plain", minutes))
     tombstoned = tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0))
+    deleted_late = tails(spark, records(spark, "deleted late", minutes, tombstone_at=8.0))
     assert sorted(row.source_offset for row in plain.collect()) == [7, 8, 9]  # intervals + 1 buckets
     assert sorted(row.source_offset for row in tombstoned.collect()) == list(range(10))
-    assert {row.has_tombstone for row in tombstoned.collect()} == {True}
+    assert {(row.has_tombstone, row.holds_every_record) for row in tombstoned.collect()} == {(True, True)}
+    # The first life's last INTERVALS + 1 buckets before its tombstone, the tombstone and what follows.
+    assert sorted(row.source_offset for row in deleted_late.collect()) == [5, 6, 7, 8, 9]
+    assert {(row.has_tombstone, row.holds_every_record) for row in deleted_late.collect()} == {(True, False)}
 
 
 def _tails_by_ranking_every_record(rows):
-    """The carry's definition, written as it reads: each visible record's rank among its group partition's
-    distinct buckets, newest first."""
+    """The carry's definition, written as it reads (all of each group partition's records given): the
+    records after its first tombstone in the log, and of the first life those in its last INTERVALS + 1
+    buckets before the earliest tombstone's bucket, and any later."""
     by_key = Window.partitionBy(*OFFSET_KEY)
+    everything = by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     bucket = F.floor(F.unix_millis(F.coalesce("record_at", F.lit(datetime(1900, 1, 1, tzinfo=UTC)))) / MINUTE_MS)
-    return (
+    position = F.struct("source_partition", "source_offset")
+    first_tombstone = F.min(F.when(F.col("is_tombstone"), F.struct(bucket.alias("b"), position.alias("p"))))
+    records = (
         filter_invisible_offset_records(rows)
         .withColumns(
             {
-                "back": F.dense_rank().over(by_key.orderBy(bucket.desc())),
-                "has_tombstone": F.max("is_tombstone").over(
-                    by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-                ),
+                "bucket": bucket,
+                "first_tombstone_position": F.min(F.when(F.col("is_tombstone"), position)).over(everything),
+                "earliest_tombstone_bucket": first_tombstone.over(everything)["b"],
+                "last_position": F.max(position).over(everything),
             }
         )
-        .where((F.col("back") <= INTERVALS + 1) | F.col("has_tombstone"))
+        .withColumn("is_first_life", F.coalesce(position < F.col("first_tombstone_position"), F.lit(True)))
+        .withColumn(
+            "is_counted",
+            F.col("is_first_life") & F.coalesce(F.col("bucket") < F.col("earliest_tombstone_bucket"), F.lit(True)),
+        )
+    )
+    counted = records.where("is_counted").withColumn("back", F.dense_rank().over(by_key.orderBy(F.desc("bucket"))))
+    cuts = counted.groupBy(*OFFSET_KEY).agg(
+        F.min(F.when(F.col("back") <= INTERVALS + 1, F.col("bucket"))).alias("cut"),
+        (F.max("back") <= INTERVALS + 1).alias("holds_every_record"),
+    )
+    same_key = [records[name].eqNullSafe(cuts[name]) for name in OFFSET_KEY]  # a record's topic may be null
+    return (
+        records.join(cuts, on=same_key, how="left")
+        .select(records["*"], "cut", "holds_every_record")
+        .withColumns(
+            {
+                "has_tombstone": F.col("first_tombstone_position").isNotNull(),
+                "holds_every_record": F.coalesce("holds_every_record", F.lit(True)),
+            }
+        )
+        .where(~F.col("is_first_life") | F.col("cut").isNull() | (F.col("bucket") >= F.col("cut")))
         .select(*metrics_carry_schema.fieldNames())
     )
 
@@ -95,36 +124,50 @@ def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark):
     assert 0 < carried.total() < len(rows)
 
 
-def test_a_carry_holding_every_record_continues_from_late_data_and_a_first_tombstone_else_is_read_whole(spark):
+def test_how_each_group_partition_continues_from_its_carry_or_is_read_whole(spark):
     minutes = [float(minute) for minute in range(10)]
+    relaxed = records(spark, "relaxed", [*minutes, 10.0], tombstone_at=10.0).where(F.col("record_at") >= at(7.0))
+    key = "cluster string, group_id string, topic string, partition int"
+    position = "struct<source_partition:int,source_offset:bigint>"
     carry = (
         tails(spark, records(spark, "tombstoned", minutes, tombstone_at=3.0))
         .unionByName(tails(spark, records(spark, "plain", minutes)))
-        .unionByName(tails(spark, records(spark, "few", [4.0, 8.5, 8.7])))  # INTERVALS buckets: all carried
-        .unionByName(tails(spark, records(spark, "just enough", [1.0, 4.0, 8.5])))  # one more: maybe not all
-    )
+        .unionByName(tails(spark, records(spark, "few", [4.0, 8.5, 8.7, 9.0])))  # INTERVALS + 1 buckets
+        # "plain" after its first tombstone (log position 10) continued from its tail: not every record
+        .unionByName(
+            carry_tails(relaxed, intervals=INTERVALS, min_distance_ms=MINUTE_MS,
+                        partial=spark.createDataFrame([("c", "relaxed", "orders", 0, (1, 9))],
+                                                      f"{key}, last_position {position}"))
+        )
+    )  # fmt: skip
 
-    def how(group: str, changed_minute: float, is_tombstone: bool = False) -> str:
+    def how(group: str, changed_minute: float, tombstone_offset: int | None = None) -> str:
+        tombstone = None if tombstone_offset is None else (1, tombstone_offset)
         changes = spark.createDataFrame(
-            [("c", group, "orders", 0, at(changed_minute), is_tombstone)],
-            "cluster string, group_id string, topic string, partition int, record_at timestamp,"
-            " has_tombstone_changed boolean",
+            [("c", group, "orders", 0, at(changed_minute), tombstone)],
+            f"{key}, record_at timestamp, first_tombstone_position {position}",
         )
         no_snapshots = spark.createDataFrame([], "cluster string, topic string, partition int, observed_at timestamp")
         starts = group_partition_starts(changes, no_snapshots, carry.select(*metrics_carry_schema.names),
-                                        intervals=INTERVALS, min_distance_ms=MINUTE_MS)  # fmt: skip
+                                        min_distance_ms=MINUTE_MS)  # fmt: skip
         return starts.where(F.col("group_id") == group).first().how
 
+    held = {row.group_id: row.holds_every_record for row in carry.select("group_id", "holds_every_record").collect()}
+    assert held == {"tombstoned": True, "plain": False, "few": True, "relaxed": False}
     assert how("plain", 9.5) == CONTINUE  # in the last carried bucket
     assert how("plain", 2.0) == WHOLE  # late: before what the carry holds
-    assert how("plain", 10.0, is_tombstone=True) == WHOLE  # its first tombstone: the carry is not whole yet
+    # Its first tombstone: after every record in the log and in time, it continues from the tail.
+    assert how("plain", 10.0, tombstone_offset=10) == CONTINUE
+    assert how("plain", 10.0, tombstone_offset=5) == WHOLE  # earlier in the log than a record: lives move
+    assert how("plain", 2.0, tombstone_offset=10) == WHOLE
     assert how("tombstoned", 10.0) == CONTINUE
-    assert how("tombstoned", 2.0) == CONTINUE  # late, but every record before it is carried
-    # Fewer buckets than the carry keeps: it holds every record, so late data and tombstones continue too.
+    assert how("tombstoned", 2.0, tombstone_offset=20) == CONTINUE  # late, but it holds every record
     assert how("few", 2.0) == CONTINUE
-    assert how("few", 9.0, is_tombstone=True) == CONTINUE
-    assert how("just enough", 2.0) == WHOLE
-    assert how("just enough", 9.0, is_tombstone=True) == WHOLE
+    assert how("few", 9.0, tombstone_offset=20) == CONTINUE
+    assert how("relaxed", 11.0) == CONTINUE  # after its first tombstone
+    assert how("relaxed", 11.0, tombstone_offset=12) == CONTINUE
+    assert how("relaxed", 11.0, tombstone_offset=8) == WHOLE
+    assert how("relaxed", 9.5) == WHOLE  # before its first tombstone: the records left out may matter
 
 
 def test_tables_noted_without_this_carry_are_evaluated_from_scratch_once():

@@ -13,17 +13,27 @@ group partition a start (`start_at`): the earliest record_at of a commit inserte
 transaction resolved) or deleted, and the earliest observed_at of a snapshot of its topic partition
 added or removed. Its lag and consumer_status rows from `start_at` on are evaluated again, `how`:
 - continue: the carried records before `start_at` + silver's records from `start_at` on. Exact when
-  `start_at` falls in or after the last carried bucket (every earlier record either table can reach
-  from a snapshot at or after `start_at` is carried), or when the carry holds every record of the group
-  partition: it had a tombstone (its lives follow log order, not time, so it is evaluated from all its
-  records, as snapshot_horizon.py keeps such partitions whole), or it has fewer than `intervals` + 1
-  non-empty buckets (the cut dropped nothing). A group partition seen for the first time has nothing
-  before `start_at`.
-- whole: all of silver's records of the group partition: late data (a commit or snapshot before the
-  last carried bucket) of one whose carry does not hold every record, or its first tombstone tonight
-  (from then on its carry holds every record: read whole once, not on every night it changes).
+  the carry holds every record of the group partition (`holds_every_record`: the cut never dropped
+  one), or when `start_at` falls in or after the last carried bucket (every earlier record either
+  table can reach from a snapshot at or after `start_at` is carried). A group partition seen for the
+  first time has nothing before `start_at`.
+- whole: all of silver's records of the group partition (late data: a commit or snapshot before what
+  the carry can answer for). A tombstone that lands behind records of its group partition in the log
+  (a backup of an older segment) changes the lives of records of any time: it starts at EARLIEST.
 - left out: no record changed and its latest record before `start_at` is a tombstone or expired: it
   holds no committed offset at any later snapshot, so it has no rows there, before or after.
+
+Tombstones. A group partition's lives (commits between tombstones) are counted along the log, not time
+(snapshot_horizon.py keeps such partitions whole), and can interleave in time. Its carry keeps every
+record after its first tombstone in the log, and of its first life (the records before it) the last
+`intervals` + 1 non-empty buckets before the bucket of its earliest tombstone (T0) and any later: from
+T0 on no snapshot reaches further back into the first life (a lag is that of the tombstone or a later
+record; a first-life window reaches back at most `intervals` slots). So a group partition continues:
+- on its first tombstone, from a carry of its last buckets, when the tombstone comes after every record
+  of the group partition in the log (`last_position`) and `start_at` is in or after the last carried
+  bucket: the records the cut left out are all of the first life and before T0;
+- once tombstoned, from `start_at` at or after T0 (earlier: whole, unless the carry holds every record),
+  when the night's tombstones again come after every record in the log.
 """
 
 from __future__ import annotations
@@ -36,97 +46,157 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from schemas.metrics_carry import metrics_carry_schema
+from schemas.metrics_carry import LOG_POSITION, metrics_carry_schema
 from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
 
 CONTINUE, WHOLE = "continue", "whole"
 # Records without a timestamp (magic 0) sort before every snapshot: a change to one starts at the beginning.
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-RECORD_COLUMNS = tuple(name for name in metrics_carry_schema.fieldNames() if name not in (*OFFSET_KEY, "has_tombstone"))
+GROUP_PARTITION_COLUMNS = ("has_tombstone", "holds_every_record", "last_position")
+RECORD_COLUMNS = tuple(
+    name for name in metrics_carry_schema.fieldNames() if name not in (*OFFSET_KEY, *GROUP_PARTITION_COLUMNS)
+)
 
 
 def _bucket(at: Column, min_distance_ms: int) -> Column:
     return F.floor(F.unix_millis(at) / F.lit(min_distance_ms))
 
 
-def _record_time(at: Column) -> Column:
+def record_time(at: Column) -> Column:
     return F.coalesce(at, F.lit(EARLIEST))
 
 
-def carry_tails(records: DataFrame, *, intervals: int, min_distance_ms: int) -> DataFrame:
-    """Visible offset records (any clusters) -> metrics_carry rows: each group partition's records in its
-    last `intervals` + 1 non-empty min-distance buckets, all of them if it ever had a tombstone (whether
-    it had is carried too).
+def carry_tails(
+    records: DataFrame, *, intervals: int, min_distance_ms: int, partial: DataFrame | None = None
+) -> DataFrame:
+    """Visible offset records (any clusters) -> metrics_carry rows: of each group partition, the records
+    of its first life (before its first tombstone in the log) in its last `intervals` + 1 non-empty
+    min-distance buckets before the bucket of its earliest tombstone, and every later one (see the
+    module docstring). Without a tombstone: its last `intervals` + 1 non-empty buckets.
+
+    `records` hold every visible record of each group partition but those in `partial` (OFFSET_KEY,
+    last_position: the carry's): these hold only their carried tail and what followed, so their carry
+    does not hold every record, and the latest log position may be one of the records left out.
 
     The cut is found among each group partition's distinct buckets (an aggregation, about one row per
     min-distance of its commits) and applied to the records by a join: ranking the records themselves
     sorted a night's every record by group partition and time."""
-    visible = filter_invisible_offset_records(records).withColumn(
-        "_bucket", _bucket(_record_time(F.col("record_at")), min_distance_ms)
+    visible = filter_invisible_offset_records(records).withColumns(
+        {"_bucket": _bucket(record_time(F.col("record_at")), min_distance_ms), "_position": _position()}
     )
-    by_key = Window.partitionBy(*OFFSET_KEY)
-    buckets = visible.groupBy(*OFFSET_KEY, "_bucket").agg(F.max("is_tombstone").alias("_has_tombstone"))
+    tombstone = F.col("is_tombstone")
+    buckets = visible.groupBy(*OFFSET_KEY, "_bucket").agg(
+        F.min("_position").alias("_first_position"),
+        F.max("_position").alias("_last_position"),
+        F.min(F.when(tombstone, F.col("_position"))).alias("_tombstone_position"),
+    )
+    everything = Window.partitionBy(*OFFSET_KEY).rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    first_tombstone_position = F.min("_tombstone_position").over(everything)
+    first_tombstone_bucket = F.min(F.when(F.col("_tombstone_position").isNotNull(), F.col("_bucket"))).over(everything)
+    by_key = buckets.withColumns(
+        {
+            "_first_tombstone_position": first_tombstone_position,
+            "last_position": F.max("_last_position").over(everything),
+            # A bucket of the first life before the earliest tombstone's: the ones the cut counts.
+            "_is_counted": F.coalesce(
+                (F.col("_first_position") < first_tombstone_position) & (F.col("_bucket") < first_tombstone_bucket),
+                F.lit(True),
+            ),
+        }
+    )
+    counted = Window.partitionBy(*OFFSET_KEY, "_is_counted")
     cuts = (
-        buckets.withColumns(
+        by_key.withColumns(
             {
-                "_buckets_back": F.row_number().over(by_key.orderBy(F.col("_bucket").desc())),
-                "has_tombstone": F.max("_has_tombstone").over(
-                    by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+                "_buckets_back": F.row_number().over(counted.orderBy(F.col("_bucket").desc())),
+                "_bucket_count": F.count(F.lit(1)).over(
+                    counted.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
                 ),
             }
         )
-        .where(F.col("_buckets_back") <= F.lit(intervals + 1))
         .groupBy(*OFFSET_KEY)
-        .agg(F.min("_bucket").alias("_first_bucket"), F.max("has_tombstone").alias("has_tombstone"))
-        .withColumnsRenamed({name: f"_cut_{name}" for name in OFFSET_KEY})
+        .agg(
+            F.min(
+                F.when(F.col("_is_counted") & (F.col("_buckets_back") <= F.lit(intervals + 1)), F.col("_bucket"))
+            ).alias("_first_bucket"),
+            F.max(F.when(F.col("_is_counted"), F.col("_bucket_count"))).alias("_bucket_count"),
+            F.first("_first_tombstone_position").alias("_first_tombstone_position"),
+            F.max("last_position").alias("last_position"),
+        )
+        .withColumn("has_tombstone", F.col("_first_tombstone_position").isNotNull())
+    )
+    holds_every_record = F.coalesce(F.col("_bucket_count") <= F.lit(intervals + 1), F.lit(True))
+    if partial is not None:
+        carried = partial.select(
+            *OFFSET_KEY, F.col("last_position").alias("_carried_position"), F.lit(True).alias("_partial")
+        )
+        latest = F.greatest("last_position", "_carried_position")  # the records left out may be later in the log
+        cuts = cuts.join(carried, on=list(OFFSET_KEY), how="left").withColumn("last_position", latest)
+        holds_every_record = holds_every_record & F.col("_partial").isNull()
+    cuts = cuts.withColumn("holds_every_record", holds_every_record).withColumnsRenamed(
+        {name: f"_cut_{name}" for name in OFFSET_KEY}
     )
     same_key = functools.reduce(operator.and_, [F.col(name).eqNullSafe(F.col(f"_cut_{name}")) for name in OFFSET_KEY])
-    return (
-        visible.join(cuts, on=same_key)
-        .where((F.col("_bucket") >= F.col("_first_bucket")) | F.col("has_tombstone"))
-        .select(*metrics_carry_schema.fieldNames())
+    is_kept = (
+        F.col("_first_bucket").isNull()
+        | (F.col("_bucket") >= F.col("_first_bucket"))
+        | F.coalesce(F.col("_position") >= F.col("_first_tombstone_position"), F.lit(False))
     )
+    return visible.join(cuts, on=same_key).where(is_kept).select(*metrics_carry_schema.fieldNames())
+
+
+def _position() -> Column:
+    return F.struct("source_partition", "source_offset").cast(LOG_POSITION)
 
 
 def earliest_changes(commit_changes: DataFrame) -> DataFrame:
-    """Changed offset_commits rows -> (group partition, record_at, has_tombstone): the earliest changed
-    record time of each (an untimed one: EARLIEST) and whether a tombstone changed, all that
-    group_partition_starts and group_change_days read of them."""
+    """Changed offset_commits rows -> (group partition, record_at, first_tombstone_position): the
+    earliest changed record time of each (an untimed one: EARLIEST) and the first log position of a
+    changed tombstone, all that group_partition_starts and group_change_days read of them."""
     return commit_changes.groupBy(*OFFSET_KEY).agg(
-        F.min(_record_time(F.col("record_at"))).alias("record_at"),
-        F.max("is_tombstone").alias("has_tombstone_changed"),
+        F.min(record_time(F.col("record_at"))).alias("record_at"),
+        F.min(F.when(F.col("is_tombstone"), _position())).alias("first_tombstone_position"),
     )
 
 
 def group_partition_starts(
-    commit_changes: DataFrame, snapshot_changes: DataFrame, carry: DataFrame, *, intervals: int, min_distance_ms: int
+    commit_changes: DataFrame, snapshot_changes: DataFrame, carry: DataFrame, *, min_distance_ms: int
 ) -> DataFrame:
-    """Changed offset_commits rows + changed end_offsets rows + the carry -> (group partition, start_at,
-    how) for every group partition whose lag and consumer_status rows from start_at on must be evaluated
-    again (see the module docstring)."""
+    """earliest_changes of the changed offset_commits rows + changed end_offsets rows + the carry ->
+    (group partition, start_at, how) for every group partition whose lag and consumer_status rows from
+    start_at on must be evaluated again (see the module docstring)."""
     commit_starts = commit_changes.groupBy(*OFFSET_KEY).agg(
-        F.min(_record_time(F.col("record_at"))).alias("commit_start_at"),
-        F.max("has_tombstone_changed").alias("has_tombstone_changed"),
+        F.min(record_time(F.col("record_at"))).alias("commit_start_at"),
+        F.min("first_tombstone_position").alias("first_tombstone_position"),
     )
     snapshot_starts = snapshot_changes.groupBy(*PARTITION).agg(F.min("observed_at").alias("snapshot_start_at"))
     latest = F.struct(
-        _record_time(F.col("record_at")).alias("at"), "source_offset", "is_tombstone", "expires_at"
+        record_time(F.col("record_at")).alias("at"), "source_offset", "is_tombstone", "expires_at"
     )  # in lag's order: time, then log position
     carried = carry.groupBy(*OFFSET_KEY).agg(
         F.max(latest).alias("last"),
         F.max("has_tombstone").alias("has_tombstone"),
-        F.count_distinct(_bucket(_record_time(F.col("record_at")), min_distance_ms)).alias("carried_buckets"),
+        F.min(F.coalesce("holds_every_record", F.lit(False))).alias("holds_every_record"),
+        F.max("last_position").alias("last_position"),
+        F.min(F.when(F.col("is_tombstone"), record_time(F.col("record_at")))).alias("first_tombstone_at"),
     )
-    start_at = F.least("commit_start_at", "snapshot_start_at")
+    tombstones_follow_the_log = F.col("first_tombstone_position").isNull() | F.coalesce(
+        F.col("first_tombstone_position") > F.col("last_position"), F.lit(False)
+    )
+    # A tombstone behind records in the log moves them to a later life, whatever their time.
+    start_at = F.when(F.col("last").isNotNull() & ~tombstones_follow_the_log, F.lit(EARLIEST)).otherwise(
+        F.least("commit_start_at", "snapshot_start_at")
+    )
     is_dead_from_start = (F.col("last.at") < start_at) & (
         F.col("last.is_tombstone") | F.coalesce(F.col("last.expires_at") <= start_at, F.lit(False))
     )
     is_left_out = F.col("commit_start_at").isNull() & is_dead_from_start
-    is_first_tombstone = ~F.col("has_tombstone") & F.coalesce(F.col("has_tombstone_changed"), F.lit(False))
-    holds_every_record = F.col("has_tombstone") | (F.col("carried_buckets") <= F.lit(intervals))
-    continues = F.col("last").isNull() | (
-        holds_every_record
-        | (~is_first_tombstone & (_bucket(start_at, min_distance_ms) >= _bucket(F.col("last.at"), min_distance_ms)))
+    in_last_bucket = _bucket(start_at, min_distance_ms) >= _bucket(F.col("last.at"), min_distance_ms)
+    continues = (
+        F.col("last").isNull()
+        | F.col("holds_every_record")
+        | (tombstones_follow_the_log & ~F.col("has_tombstone") & in_last_bucket)
+        | (tombstones_follow_the_log & F.col("has_tombstone") & (start_at >= F.col("first_tombstone_at")))
     )
     return (
         carried.join(commit_starts, on=list(OFFSET_KEY), how="full")
@@ -140,6 +210,18 @@ def group_partition_starts(
     )
 
 
+def partial_carries(carry: DataFrame, starts: DataFrame) -> DataFrame:
+    """(OFFSET_KEY, last_position) of the group partitions continued from a carry that does not hold
+    every record: what carry_tails is told of them."""
+    continued = starts.where(F.col("how") == F.lit(CONTINUE)).select(*OFFSET_KEY)
+    return (
+        carry.where(~F.coalesce(F.col("holds_every_record"), F.lit(False)))
+        .groupBy(*OFFSET_KEY)
+        .agg(F.max("last_position").alias("last_position"))
+        .join(continued, on=list(OFFSET_KEY), how="left_semi")
+    )
+
+
 def records_to_evaluate(
     carry: DataFrame, recent_commits: DataFrame, whole_commits: DataFrame, starts: DataFrame
 ) -> DataFrame:
@@ -150,7 +232,7 @@ def records_to_evaluate(
     # One row per group partition evaluated, next to every record read: broadcast, not a shuffle of them.
     continuing = F.broadcast(starts.where(F.col("how") == F.lit(CONTINUE)).select(*OFFSET_KEY, "start_at"))
     whole = F.broadcast(starts.where(F.col("how") == F.lit(WHOLE)).select(*OFFSET_KEY))
-    at = _record_time(F.col("record_at"))
+    at = record_time(F.col("record_at"))
     carried = carry.join(continuing, on=list(OFFSET_KEY), how="inner").where(at < F.col("start_at"))
     recent = (
         filter_invisible_offset_records(recent_commits)
@@ -165,97 +247,3 @@ def records_to_evaluate(
         .unionByName(rebuilt.select(*columns))
         .withColumn("txn_state", F.lit(None).cast(StringType()))
     )
-
-
-def snapshots_needed_from(records: DataFrame, starts: DataFrame) -> DataFrame:
-    """(topic partition, needed_from_at, is_whole): the time from which each topic partition's snapshots
-    are read for the rows evaluated again: every record evaluated and every start is at or after it.
-    Snapshots before it matter too (the latest end offset before a commit, Burrow's recent end offsets,
-    the points time lag interpolates between): the reader checks it has enough of them
-    (`partitions_short_of_snapshots`). is_whole: a group partition there is evaluated from all its records."""
-    first_records = records.groupBy(*PARTITION).agg(F.min(_record_time(F.col("record_at"))).alias("first_record_at"))
-    per_partition = starts.groupBy(*PARTITION).agg(
-        F.min("start_at").alias("first_start_at"), F.max(F.col("how") == F.lit(WHOLE)).alias("is_whole")
-    )
-    return per_partition.join(first_records, on=list(PARTITION), how="left").select(
-        *PARTITION, F.least("first_start_at", "first_record_at").alias("needed_from_at"), "is_whole"
-    )
-
-
-def partitions_short_of_snapshots(snapshots: DataFrame, needed: DataFrame, *, intervals: int) -> DataFrame:
-    """(topic partition) whose snapshots read (a suffix of each partition's history) may leave out one
-    an evaluation needs: fewer than `intervals` of them at or before needed_from_at (Burrow's recent end
-    offsets, the latest end offset before a commit), or a group partition evaluated whole."""
-    before = (
-        snapshots.join(needed, on=list(PARTITION), how="inner")
-        .where(F.col("observed_at") <= F.col("needed_from_at"))
-        .groupBy(*PARTITION)
-        .agg(F.count(F.lit(1)).alias("snapshot_count"))
-    )
-    return (
-        needed.join(before, on=list(PARTITION), how="left")
-        .where(F.col("is_whole") | (F.coalesce(F.col("snapshot_count"), F.lit(0)) < F.lit(intervals)))
-        .select(*PARTITION)
-    )
-
-
-def filter_before_start(rows: DataFrame, starts: DataFrame, at: str) -> DataFrame:
-    """Rows (of lag or consumer_status) of the group partitions in `starts`, at or after their start_at."""
-    return (
-        rows.join(starts.select(*OFFSET_KEY, "start_at"), on=list(OFFSET_KEY), how="inner")
-        .where(F.col(at) >= F.col("start_at"))
-        .select(*rows.columns)
-    )
-
-
-def filter_rebuilt(rows: DataFrame, starts: DataFrame, at: str, keys: tuple[str, ...] = OFFSET_KEY) -> DataFrame:
-    """Rows a table keeps: those of keys not in `starts` (keys, start_at) and those before their start."""
-    return (
-        rows.join(starts.select(*keys, F.col("start_at").alias("_start_at")), on=list(keys), how="left")
-        .where(F.col("_start_at").isNull() | (F.col(at) < F.col("_start_at")))
-        .select(*rows.columns)
-    )
-
-
-def group_window_starts(starts: DataFrame, window_minutes: int) -> DataFrame:
-    """(cluster, group_id, read_from_at, start_at): read_from_at, the start of the group_status window
-    holding the group's earliest start; its windows ending after it (start_at on) are evaluated again,
-    from the consumer_status rows from read_from_at on, which hold every row of those windows."""
-    seconds = window_minutes * 60
-    window_start = F.floor(F.unix_seconds(F.min("start_at")) / seconds) * seconds
-    return starts.groupBy("cluster", "group_id").agg(
-        F.timestamp_seconds(window_start).alias("read_from_at"),
-        F.timestamp_seconds(window_start + seconds).alias("start_at"),
-    )
-
-
-def topic_day_starts(starts: DataFrame) -> DataFrame:
-    """(cluster, group_id, topic, start_at): midnight of the day of each group topic's earliest start.
-    Its lag_daily rows from that day on are evaluated again, from the lag rows from then on."""
-    return starts.groupBy("cluster", "group_id", "topic").agg(
-        F.to_date(F.min("start_at")).cast("timestamp").alias("start_at")
-    )
-
-
-def _first_day_changed(at: Column) -> Column:
-    """The first group_daily day an event at `at` can change: its own day, or the day before when it is
-    at midnight exactly (a day's lifecycle is as of its end, the next midnight, inclusive)."""
-    return F.to_date(F.timestamp_micros(F.unix_micros(_record_time(at)) - F.lit(1)))
-
-
-def group_change_days(
-    commit_changes: DataFrame, generation_changes: DataFrame, rebalance_changes: DataFrame, starts: DataFrame
-) -> DataFrame:
-    """(cluster, group_id, from_day): the first group_daily day of each group that a night's changes
-    reach: commits changed (record_at), generations and rebalances changed (recorded_at, completed_at),
-    and its lag and status rows evaluated again (start_at: group_status windows end later still)."""
-    events = [
-        commit_changes.select("cluster", "group_id", F.col("record_at").alias("at")),
-        generation_changes.select("cluster", "group_id", F.col("recorded_at").alias("at")),
-        rebalance_changes.select("cluster", "group_id", F.col("completed_at").alias("at")),
-        starts.select("cluster", "group_id", F.col("start_at").alias("at")),
-    ]
-    union = events[0]
-    for more in events[1:]:
-        union = union.unionByName(more)
-    return union.groupBy("cluster", "group_id").agg(F.min(_first_day_changed(F.col("at"))).alias("from_day"))
