@@ -183,7 +183,8 @@ def group_partition_starts(
     tombstones_follow_the_log = F.col("first_tombstone_position").isNull() | F.coalesce(
         F.col("first_tombstone_position") > F.col("last_position"), F.lit(False)
     )
-    # A tombstone behind records in the log moves them to a later life, whatever their time.
+    # A tombstone behind records in the log moves them to a later life, whatever their time: from the
+    # beginning, before every carried bucket and tombstone, so only a carry holding every record continues.
     start_at = F.when(F.col("last").isNotNull() & ~tombstones_follow_the_log, F.lit(EARLIEST)).otherwise(
         F.least("commit_start_at", "snapshot_start_at")
     )
@@ -195,8 +196,8 @@ def group_partition_starts(
     continues = (
         F.col("last").isNull()
         | F.col("holds_every_record")
-        | (tombstones_follow_the_log & ~F.col("has_tombstone") & in_last_bucket)
-        | (tombstones_follow_the_log & F.col("has_tombstone") & (start_at >= F.col("first_tombstone_at")))
+        | (~F.col("has_tombstone") & in_last_bucket)
+        | (F.col("has_tombstone") & (start_at >= F.col("first_tombstone_at")))
     )
     return (
         carried.join(commit_starts, on=list(OFFSET_KEY), how="full")
