@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from bench import generate, log_nights
+from bench import generate, log_nights, scans
 from bench.estate import WINDOW_START_MS, EstateShape, build_estate
 from bench.harness import REPO_ROOT, Phase, ProcessTree, fail, machine_report, mib, print_block
 from bench.nights_estate import groups_for
@@ -118,9 +118,16 @@ def consumed_topics(plan: Plan) -> set[str]:
     return {topic for group in estate.groups for topic in group.topics}
 
 
-def write_conf(path: Path, end_offset_files: Path) -> Path:
+def write_conf(path: Path, end_offset_files: Path, event_logs: Path | None = None) -> Path:
+    """The night's environment file; with `event_logs`, Spark writes its event log there (bench.scans)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"[end_offsets]\nfiles = [{json.dumps(str(end_offset_files))}]\n")
+    text = f"[end_offsets]\nfiles = [{json.dumps(str(end_offset_files))}]\n"
+    if event_logs is not None:
+        event_logs.mkdir(parents=True, exist_ok=True)
+        text += (
+            f'[spark.conf]\n"spark.eventLog.enabled" = "true"\n"spark.eventLog.dir" = {json.dumps(str(event_logs))}\n'
+        )
+    path.write_text(text)
     return path
 
 
@@ -146,6 +153,13 @@ def run_nightly(name: str, conf: Path, warehouse: Path, live: Path, run_date: da
     succeeded = [match[1] for line in text.splitlines() if (match := _SUCCEEDED.match(line))]
     counts = json.loads(succeeded[-1]) if succeeded else {}
     return Run(name, phase, code, stage_seconds(text, phase.seconds), counts, log=log_path)
+
+
+def print_scans(event_logs: Path, warehouse: Path) -> None:
+    """What the night's queries read of each table (bench.scans), from the event log it just wrote."""
+    written = sorted(path for path in event_logs.rglob("*") if path.is_file() and "appstatus" not in path.name)
+    if written:
+        print(scans.report(written[-1], warehouse, top=8), flush=True)
 
 
 def keep_for_replay(work: Path, night: int, conf: Path, run_date: date) -> None:
@@ -239,6 +253,9 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compare", action="store_true", help="compare the last night's tables with --full's")
     parser.add_argument("--quick", action="store_true", help="3 nights of about 300k records: checks the script")
     parser.add_argument(
+        "--event-logs", action="store_true", help="each run writes Spark's event log to WORK/event-logs (bench.scans)"
+    )
+    parser.add_argument(
         "--keep-warehouse-before",
         type=int,
         metavar="N",
@@ -280,12 +297,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = log_nights.cut_at(segments, moment_ms)
         log_nights.write_cut(cut, work / "data" / "segments", live)
         log_nights.write_snapshots(series, previous_moment, moment_ms, offsets / f"night-{index:02d}")
-        conf = write_conf(work / "conf" / f"night-{index:02d}.toml", offsets / f"night-{index:02d}")
+        event_logs = work / "event-logs" / f"night-{index:02d}" if args.event_logs else None
+        conf = write_conf(work / "conf" / f"night-{index:02d}.toml", offsets / f"night-{index:02d}", event_logs)
         if index == args.keep_warehouse_before:
             keep_for_replay(work, index, conf, run_date_of(moment_ms))
         run = run_nightly(name, conf, warehouse, live, run_date_of(moment_ms), False, logs / f"night-{index:02d}.log")
         run.records_added, previous_records, previous_moment = cut.records - previous_records, cut.records, moment_ms
         print_run(run, cut.records)
+        if event_logs is not None:
+            print_scans(event_logs, warehouse)
         runs.append(run)
         if run.exit_code != 0:
             return 1  # the later nights would continue from a failed one
@@ -293,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"note: the last cut holds {cut.records:,} of the {manifest['records']:,} records generated", flush=True)
 
     load_topic_ids(work / "data", full_warehouse)
-    conf = write_conf(work / "conf" / "full.toml", offsets)
+    conf = write_conf(work / "conf" / "full.toml", offsets, work / "event-logs" / "full" if args.event_logs else None)
     full = run_nightly("from scratch (--full), all nights", conf, full_warehouse, live, run_date_of(previous_moment),
                        True, logs / "full.log")  # fmt: skip
     full.records_added = cut.records

@@ -79,6 +79,13 @@ class JobRun:
             file=sys.stderr,
             flush=True,
         )
+        if not detail:
+            self._name_queries(f"{self.job}: {stage}")
+
+    def _name_queries(self, description: str | None) -> None:
+        """Spark's UI and event log show each query under the step that ran it (bench/scans.py reads them)."""
+        if not is_connect(self.spark):
+            self.spark.sparkContext.setJobDescription(description)
 
     def count_rows(self, name: str) -> int:
         return self.count_tables((name,))[name]
@@ -92,6 +99,7 @@ class JobRun:
 
     def __enter__(self) -> JobRun:
         self.progress("started", f"run {self.run_id}")
+        self._name_queries(self.job)
         if self._lock is not None:
             try:
                 self._lock.acquire()
@@ -117,6 +125,7 @@ class JobRun:
         try:
             self._record(outcome, message)
         finally:
+            self._name_queries(None)
             if self._lock is not None:
                 self._lock.release()
         self.progress(outcome, message or json.dumps(self.counts))

@@ -1,0 +1,180 @@
+"""What a job's queries read of each Delta table, from its Spark event log: whether a night's plans prune.
+
+    .venv/bin/python -m bench.scans EVENT_LOG [--warehouse DIR] [--top 12]
+
+Issue 16 §5 asks that the tables be laid out so that a night reads what it needs, shown by the plans. A
+Delta scan's "number of files read" is what remains after partition pruning and data skipping by the
+files' statistics, so it says what a plan pruned. For each step of the run (a job names its queries
+by step: jobs/runs.py) and each table: how many scans, the files they opened (in all, and the most one
+scan opened), the rows they passed on, and, with `--warehouse`, how many files the table holds now;
+then the queries that read the most files. Event logs are written when the job runs with
+`spark.eventLog.enabled` (bench.nights --event-logs); plain or zstd-compressed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+FILES_READ, ROWS_OUT = "number of files read", "number of output rows"
+_LOCATION = re.compile(r"Location: (\w+)\(\d+ paths?\)\[([^\]]*)\]")
+
+
+@dataclass
+class Scan:
+    table: str
+    files: int
+    rows: int
+
+
+@dataclass
+class Query:
+    execution_id: int
+    step: str
+    started_ms: int
+    ended_ms: int = 0
+    scans: list[Scan] = field(default_factory=list)
+
+
+def events(path: Path) -> Iterator[dict]:
+    raw = path.read_bytes()
+    if path.suffix == ".zstd":
+        import zstandard  # pyspark[connect] brings it
+
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
+    for line in raw.decode().splitlines():
+        yield json.loads(line)
+
+
+def queries(path: Path) -> list[Query]:
+    """Every SQL execution with its data scans (Delta's log scans left out) and their final metrics."""
+    values: dict[int, int] = defaultdict(int)
+    found: dict[int, Query] = {}
+    plans: dict[int, list[tuple[str, dict[str, int]]]] = {}
+    for event in events(path):
+        kind = event["Event"]
+        if kind.endswith("SQLExecutionStart"):
+            query = found[event["executionId"]] = Query(
+                event["executionId"], _step(event.get("description") or ""), event["time"]
+            )
+            plans[query.execution_id] = list(_scans(event["sparkPlanInfo"]))
+        elif kind.endswith("SQLExecutionEnd") and event["executionId"] in found:
+            found[event["executionId"]].ended_ms = event["time"]
+        elif kind.endswith("DriverAccumUpdates"):
+            for accumulator, value in event["accumUpdates"]:
+                values[accumulator] += value
+        elif kind == "SparkListenerTaskEnd":
+            for accumulable in event["Task Info"].get("Accumulables", []):
+                update = str(accumulable.get("Update", ""))  # a SQL metric's update is written as a string
+                if accumulable.get("Metadata") == "sql" and update.isdigit():
+                    values[accumulable["ID"]] += int(update)
+    for execution_id, scans in plans.items():
+        found[execution_id].scans = [
+            Scan(table, values.get(ids[FILES_READ], 0), values.get(ids.get(ROWS_OUT, -1), 0)) for table, ids in scans
+        ]
+    return sorted(found.values(), key=lambda query: query.started_ms)
+
+
+def _step(description: str) -> str:
+    """The step a query ran in: JobRun names them `job: step` (or `job` alone); Delta prefixes its own
+    queries with "Delta: " and suffixes what they do ("...: Filtering files for query")."""
+    while description.startswith("Delta: "):
+        description = description.removeprefix("Delta: ")
+    parts = re.split(r": | - ", description)  # a MERGE's: "job: step - MERGE operation - ..."
+    if len(parts) > 1 and re.fullmatch(r"\w+", parts[1]):
+        return parts[1]
+    return parts[0] or "-"
+
+
+def _scans(node: dict) -> Iterator[tuple[str, dict[str, int]]]:
+    location = _LOCATION.search(node["simpleString"])
+    if node["nodeName"].startswith("Scan") and location and location.group(1) != "DeltaLogFileIndex":
+        ids = {metric["name"]: metric["accumulatorId"] for metric in node["metrics"]}
+        if FILES_READ in ids:
+            yield location.group(2).rstrip("/").rsplit("/", 1)[-1], ids
+    for child in node["children"]:
+        yield from _scans(child)
+
+
+def live_files(table: Path) -> int:
+    """The files a Delta table's latest version holds: its last checkpoint plus the commits after it."""
+    log = table / "_delta_log"
+    last = json.loads((log / "_last_checkpoint").read_text()) if (log / "_last_checkpoint").exists() else None
+    paths: set[str] = set()
+    version = -1
+    if last is not None:
+        version = last["version"]
+        for part in sorted(log.glob(f"{version:020d}.checkpoint*.parquet")):
+            adds = pq.read_table(part, columns=["add"]).column("add").to_pylist()
+            paths.update(add["path"] for add in adds if add is not None)
+    for commit in sorted(log.glob("*.json")):
+        if int(commit.stem) <= version:
+            continue
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                paths.add(action["add"]["path"])
+            elif "remove" in action:
+                paths.discard(action["remove"]["path"])
+    return len(paths)
+
+
+def report(path: Path, warehouse: Path | None, top: int) -> str:
+    found = queries(path)
+    if not found:
+        return f"{path}: no SQL executions"
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for query in found:
+        step = query.step
+        for scan in query.scans:
+            total = totals[(step, scan.table)]
+            total[0] += 1
+            total[1] += scan.files
+            total[2] = max(total[2], scan.files)
+            total[3] += scan.rows
+    holds = {}
+    if warehouse is not None:
+        for _, table in totals:
+            directory = next(warehouse.glob(f"*.db/{table}"), None)
+            holds[table] = str(live_files(directory)) if directory and (directory / "_delta_log").exists() else "-"
+    lines = [f"{'step':<12} {'table':<26} {'scans':>6} {'files read':>11} {'most in one':>12} {'rows out':>14}"
+             + (f" {'files now':>10}" if warehouse else "")]  # fmt: skip
+    for (step, table), (scans, files, most, rows) in totals.items():
+        held = f" {holds.get(table, '-'):>10}" if warehouse else ""
+        lines.append(f"{step:<12} {table:<26} {scans:>6} {files:>11,} {most:>12,} {rows:>14,}{held}")
+    lines.append(f"\nthe {top} queries that read the most files:")
+    lines.append(f"{'execution':>9} {'step':<12} {'seconds':>8}  files read by table")
+    ranked = sorted(found, key=lambda query: -sum(scan.files for scan in query.scans))[:top]
+    for query in ranked:
+        by_table: dict[str, int] = defaultdict(int)
+        for scan in query.scans:
+            by_table[scan.table] += scan.files
+        shown = ", ".join(f"{table} {files:,}" for table, files in sorted(by_table.items(), key=lambda kv: -kv[1]))
+        seconds = (query.ended_ms - query.started_ms) / 1000
+        lines.append(f"{query.execution_id:>9} {query.step:<12} {seconds:>8.1f}  {shown}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("event_log", type=Path, help="a Spark event log file (or a directory holding one)")
+    parser.add_argument("--warehouse", type=Path, help="count each table's files now (a Delta log replay)")
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args(argv)
+    path = args.event_log
+    if path.is_dir():
+        path = next(found for found in sorted(path.rglob("*")) if found.is_file() and "appstatus" not in found.name)
+    print(report(path, args.warehouse, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
