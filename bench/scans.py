@@ -76,9 +76,17 @@ def queries(path: Path) -> list[Query]:
                 update = str(accumulable.get("Update", ""))  # a SQL metric's update is written as a string
                 if accumulable.get("Metadata") == "sql" and update.isdigit():
                     values[accumulable["ID"]] += int(update)
-    for execution_id, scans in plans.items():
+    # A cached frame's plan appears in every query that reads it (twice in one that reads it twice), with the
+    # same metrics: counted once, for the first query that shows it (the one that ran it).
+    counted: set[int] = set()
+    for execution_id in sorted(plans):
+        fresh = []
+        for table, ids in plans[execution_id]:
+            if ids[FILES_READ] not in counted:
+                counted.add(ids[FILES_READ])
+                fresh.append((table, ids))
         found[execution_id].scans = [
-            Scan(table, values.get(ids[FILES_READ], 0), values.get(ids.get(ROWS_OUT, -1), 0)) for table, ids in scans
+            Scan(table, values.get(ids[FILES_READ], 0), values.get(ids.get(ROWS_OUT, -1), 0)) for table, ids in fresh
         ]
     return sorted(found.values(), key=lambda query: query.started_ms)
 
