@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 FILES_READ, ROWS_OUT = "number of files read", "number of output rows"
 _LOCATION = re.compile(r"Location: (\w+)\(\d+ paths?\)\[([^\]]*)\]")
+_NAMED_SCAN = re.compile(r"Scan \w+ (?:\w+\.)*(\w+)$")  # "Scan parquet spark_catalog.groupscope.lag"
 
 
 @dataclass
@@ -102,12 +103,23 @@ def _step(description: str) -> str:
     return parts[0] or "-"
 
 
+def scanned_table(node_name: str, description: str) -> str | None:
+    """The Delta table a plan node scans (its name in the catalog, else its directory's), or None: not a
+    scan of a table's data (Delta's own log is left out)."""
+    location = _LOCATION.search(description)
+    if not node_name.startswith("Scan") or location is None or location.group(1) == "DeltaLogFileIndex":
+        return None
+    named = _NAMED_SCAN.match(node_name)
+    # Spark shortens a long location in the plan (spark.sql.maxMetadataStringLength): then shown as it is.
+    return named.group(1) if named else location.group(2).rstrip("/").rsplit("/", 1)[-1]
+
+
 def _scans(node: dict) -> Iterator[tuple[str, dict[str, int]]]:
-    location = _LOCATION.search(node["simpleString"])
-    if node["nodeName"].startswith("Scan") and location and location.group(1) != "DeltaLogFileIndex":
+    table = scanned_table(node["nodeName"], node["simpleString"])
+    if table is not None:
         ids = {metric["name"]: metric["accumulatorId"] for metric in node["metrics"]}
         if FILES_READ in ids:
-            yield location.group(2).rstrip("/").rsplit("/", 1)[-1], ids
+            yield table, ids
     for child in node["children"]:
         yield from _scans(child)
 
