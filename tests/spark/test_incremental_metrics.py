@@ -45,6 +45,7 @@ from jobs.watermarks import covered_versions
 from schemas import gold, ops
 from tests.delta_compare import table_rows
 from tests.lab_tables import CAPTURES, Capture
+from tests.scan_metrics import files_read_since, last_execution_id
 from transforms import silver
 from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
@@ -260,9 +261,14 @@ def nights(spark, spark_config, lab):
         night_config = replace(config, run_date=night["run_date"])
         resolved = apply_changes(spark, night_config, night, history_changed=night["cut"] not in cuts[-1:])
         cuts.append(night["cut"])
+        before = last_execution_id(spark)
         counts = run_metrics(spark, night_config)
+        files = {
+            "offset_commits files read": files_read_since(spark, before).get("offset_commits", []),
+            "offset_commits files": spark.sql(f"DESCRIBE DETAIL {config.table('offset_commits')}").first()["numFiles"],
+        }
         pending = spark.table(config.table("offset_commits")).where(F.col("txn_state") == F.lit("pending")).count()
-        results.append(({**counts, "resolved": resolved, "pending": pending}, tables_of(spark, night_config)))
+        results.append(({**counts, **files, "resolved": resolved, "pending": pending}, tables_of(spark, night_config)))
     return night_config, results
 
 
@@ -297,6 +303,17 @@ def test_the_same_night_twice_evaluates_nothing_again_and_changes_nothing(nights
     counts = results[3][0]
     assert counts["metrics_group_partitions_continued"] + counts["metrics_group_partitions_whole"] == 0
     assert results[3][1] == results[2][1]
+
+
+def test_a_night_of_new_snapshots_reads_only_the_commit_files_they_reach(nights):
+    """offset_commits is written in time order, so Delta skips the files before what a night evaluates again
+    (issue 16 §5: the plans prune); a night with nothing new reads none."""
+    _, results = nights
+    new_snapshots, nothing_new = results[2][0], results[3][0]
+    assert new_snapshots["offset_commits files"] >= 3
+    assert new_snapshots["offset_commits files read"], "the night evaluates commits: it reads some"
+    assert max(new_snapshots["offset_commits files read"]) < new_snapshots["offset_commits files"]
+    assert nothing_new["offset_commits files read"] == []
 
 
 def test_transactions_appended_pending_are_resolved_committed_and_aborted_the_next_night(nights):
