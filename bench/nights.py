@@ -157,9 +157,9 @@ def run_nightly(name: str, conf: Path, warehouse: Path, live: Path, run_date: da
 
 def print_scans(event_logs: Path, warehouse: Path) -> None:
     """What the night's queries read of each table (bench.scans), from the event log it just wrote."""
-    written = sorted(path for path in event_logs.rglob("*") if path.is_file() and "appstatus" not in path.name)
-    if written:
-        print(scans.report(written[-1], warehouse, top=8), flush=True)
+    runs = sorted(path for path in event_logs.iterdir() if path.is_dir() or path.is_file())
+    if runs:
+        print(scans.report(runs[-1], warehouse, top=8), flush=True)
 
 
 def keep_for_replay(work: Path, night: int, conf: Path, run_date: date) -> None:

@@ -45,14 +45,24 @@ class Query:
     scans: list[Scan] = field(default_factory=list)
 
 
-def events(path: Path) -> Iterator[dict]:
-    raw = path.read_bytes()
-    if path.suffix == ".zstd":
-        import zstandard  # pyspark[connect] brings it
+def event_files(path: Path) -> list[Path]:
+    """An event log's files in order: Spark rolls a long run's log over into events_1_..., events_2_..."""
+    if path.is_file():
+        return [path]
+    found = [file for file in path.rglob("*") if file.is_file() and file.name.startswith(("events_", "app-", "local-"))]
+    rolled = re.compile(r"events_(\d+)_")
+    return sorted(found, key=lambda file: (int(match.group(1)) if (match := rolled.match(file.name)) else 0, file.name))
 
-        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
-    for line in raw.decode().splitlines():
-        yield json.loads(line)
+
+def events(path: Path) -> Iterator[dict]:
+    for file in event_files(path):
+        raw = file.read_bytes()
+        if file.suffix == ".zstd":
+            import zstandard  # pyspark[connect] brings it
+
+            raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
+        for line in raw.decode().splitlines():
+            yield json.loads(line)
 
 
 def queries(path: Path) -> list[Query]:
@@ -185,14 +195,11 @@ def report(path: Path, warehouse: Path | None, top: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("event_log", type=Path, help="a Spark event log file (or a directory holding one)")
+    parser.add_argument("event_log", type=Path, help="a Spark event log: a file, or the directory of a rolled one")
     parser.add_argument("--warehouse", type=Path, help="count each table's files now (a Delta log replay)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
-    path = args.event_log
-    if path.is_dir():
-        path = next(found for found in sorted(path.rglob("*")) if found.is_file() and "appstatus" not in found.name)
-    print(report(path, args.warehouse, args.top))
+    print(report(args.event_log, args.warehouse, args.top))
     return 0
 
 
