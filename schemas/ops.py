@@ -63,6 +63,16 @@ topic_ids_schema = StructType(
     ]
 )
 
+# ops: a topic id -> name pair that offset commits of the cluster carry (v4 commits name the topic and
+# its id); kept by the history step (jobs/history_topic_names.py) so a night reads only its own commits.
+commit_topic_names_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("topic_id", StringType(), False),
+        column("topic", StringType(), False),
+    ]
+)
+
 # ops: what raw_records holds from one segment file of one cluster (jobs.ingest_plan.FileState), as of
 # the raw_records version its commit's note names; kept by jobs/file_states.py.
 file_states_schema = StructType(

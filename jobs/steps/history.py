@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
 from jobs.history_commits import commit_times_read_by
+from jobs.history_topic_names import commit_topic_names
 from jobs.runs import JobRun
 from jobs.tables import (
     HISTORY_TABLES,
@@ -223,17 +224,21 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             changes = _changes(spark, config, covered, until)
         except ChangesUnavailable as unavailable:
             run.progress(STEP, f"rebuilding the cluster: {unavailable}")
+    commit_names, continued = commit_topic_names(
+        spark, config, STEP, silver["offset_commits"], until["offset_commits"], commit_note
+    )
+    run.counts["commit_topic_names_continued"] = int(continued)
+    names = materialized(epochs.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
     if changes is None:
         run.counts["groups_rebuilt"] = touched.groups_of(
             silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
         ).count()
         run.progress(STEP, f"rebuilding all {run.counts['groups_rebuilt']:,} groups of the cluster")
-        build_history(silver, topic_ids, settings, _cluster_store(spark, config, commit_note))
+        build_history(silver, topic_ids, settings, _cluster_store(spark, config, commit_note), topic_names=names)
         run.count_tables(HISTORY_TABLES)
         return
     if "offset_commits" in changes:  # nearly all the night's rows: read once, by group partition
         changes["offset_commits"] = materialized(touched.commit_change_summary(changes["offset_commits"]))
-    names = materialized(epochs.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
     history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
     groups = materialized(touched_groups(changes, history_rows, names))
     count = run.counts["groups_rebuilt"] = groups.count()

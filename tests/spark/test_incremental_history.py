@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.config import load_config
+from jobs.history_topic_names import TABLE as TOPIC_NAMES
 from jobs.runs import JobRun
 from jobs.steps import history as history_step
 from jobs.steps.decode import SILVER_SCHEMAS
@@ -156,7 +157,7 @@ def table_rows(rows: DataFrame) -> list[str]:
 
 
 def history_tables(spark, config) -> dict[str, list[str]]:
-    return {name: table_rows(cluster_rows(spark, config, name)) for name in HISTORY_TABLES}
+    return {name: table_rows(cluster_rows(spark, config, name)) for name in (*HISTORY_TABLES, TOPIC_NAMES)}
 
 
 def cooperative_rounds(spark, config) -> list[tuple]:
@@ -214,6 +215,15 @@ def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(
     assert kept[0] == 0 and kept[1] > 0 and kept[2] > 0, kept
 
 
+def test_later_nights_name_topic_ids_from_the_kept_pairs_and_their_own_commits(nights):
+    """The streams groups' commits carry topic ids (night 1 and night 3 bring some); the forget of night 3
+    deletes commits without one, so no pair can be gone: every later night continues from the table."""
+    _, _, results = nights
+    assert [counts["commit_topic_names_continued"] for counts, *_ in results] == [0, 1, 1, 1]
+    pairs = [len(tables[TOPIC_NAMES]) for _, tables, _ in results]
+    assert 0 < pairs[0] <= pairs[2] == pairs[3], pairs
+
+
 def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalance(nights):
     _, _, results = nights
     night_one, night_two = results[0][2], results[1][2]
@@ -233,7 +243,7 @@ def test_a_full_run_gives_the_same_tables(spark, nights):
     incremental = results[-1][1]
     run_history(spark, replace(config, full=True))
     from_scratch = history_tables(spark, config)
-    for name in HISTORY_TABLES:
+    for name in (*HISTORY_TABLES, TOPIC_NAMES):
         assert from_scratch[name] == incremental[name], f"{name}: the nights' rows differ from a --full rebuild"
     assert run_history(spark, config)["groups_rebuilt"] == 0  # the full run noted what it covered
 

@@ -63,7 +63,8 @@ def _single_subscription_names(records: DataFrame) -> DataFrame:
 
 
 def topic_names(consumer_group_records: DataFrame, offset_commits: DataFrame, topic_ids: DataFrame) -> DataFrame:
-    """-> one row per known topic id: (cluster, topic_id, topic, topic_name_source), the most trusted source."""
+    """-> one row per known topic id: (cluster, topic_id, topic, topic_name_source), the most trusted source.
+    `offset_commits`: silver's, or just their (cluster, topic_id, topic) pairs (jobs/history_topic_names.py)."""
     from_metadata = (
         consumer_group_records.where(F.col("record_type").isin(*RECORD_PARTITION_METADATA_TYPES))
         .select("cluster", F.explode("topic_names").alias("t"))
