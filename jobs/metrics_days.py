@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from jobs.config import Config
 from jobs.metrics_writes import timestamp_condition, write_table
 from jobs.runs import JobRun
-from jobs.tables import cluster_rows
+from jobs.tables import cluster_rows, materialized
 from jobs.watermarks import CHANGE_DELETE, CHANGE_UPDATE
 from schemas import gold
 from transforms.gold import group_daily, metrics_reach
@@ -45,11 +45,11 @@ def last_day_reached(
     if not removed.isEmpty() or not generations_changed.where(F.col("is_removed")).isEmpty():
         activity = group_daily.last_activity_day(
             cluster_rows(spark, config, "generations", gold.generations_schema),
-            cluster_rows(spark, config, "offset_commits"),
+            group_daily.commits_per_day(cluster_rows(spark, config, "offset_commits")),
         )
         return activity.first()["last_day"]
     added = group_daily.last_activity_day(
-        generations_changed.where(~F.col("is_removed")), commits_changed.where(~is_deleted)
+        generations_changed.where(~F.col("is_removed")), group_daily.commits_per_day(commits_changed.where(~is_deleted))
     ).first()["last_day"]
     candidates = [day for day in (covered_last_day, added) if day is not None]
     return max(candidates, default=None)
@@ -120,7 +120,7 @@ def _group_days_since(
             carried.withColumnRenamed("day", "from_day"), on=[*GROUP, "from_day"], how="left"
         ),
         since("generations", "recorded_at", gold.generations_schema),
-        since("offset_commits", "record_at"),
+        materialized(group_daily.commits_per_day(since("offset_commits", "record_at"))),
         since("rebalances", "completed_at", gold.rebalances_schema),
         since("lag", "observed_at"),
         since("group_status", "evaluated_at"),

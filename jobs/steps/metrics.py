@@ -17,7 +17,7 @@ from jobs.metrics_increments import continue_metrics
 from jobs.metrics_writes import CARRY, NOTE_TABLE, STEP, can_continue_from, input_versions, metrics_note, write_table
 from jobs.runs import JobRun
 from jobs.steps.share_backlog import share_backlog
-from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, table_location
+from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, materialized, table_location
 from jobs.watermarks import ChangesUnavailable, covered_versions
 from schemas import gold, ops
 from transforms.gold import group_daily, lag, metrics_carry, snapshot_horizon, status
@@ -63,7 +63,7 @@ def build_metrics(
     group_rows = store("group_status", status.group_status(partition_status, settings.status_window_minutes))
     daily = group_daily.group_daily(
         history["generations"],
-        offset_commits,
+        materialized(group_daily.commits_per_day(offset_commits)),
         history["rebalances"],
         lag_rows,
         group_rows,
@@ -112,7 +112,10 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
     history = {
         name: cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]) for name in ("generations", "rebalances")
     }
-    last_day = config.run_date or group_daily.last_activity_day(history["generations"], offset_commits).first()[0]
+    last_day = (
+        config.run_date
+        or group_daily.last_activity_day(history["generations"], group_daily.commits_per_day(offset_commits)).first()[0]
+    )
     commit_note = metrics_note(config.cluster, versions, last_day)
     carry = metrics_carry.carry_tails(
         offset_commits, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms

@@ -194,7 +194,8 @@ def test_daily_view_marks_stale_expiring_and_deleted_groups(spark):
         "cluster string, group_id string, evaluated_at timestamp, status string",
     )
     daily = group_daily.group_daily(
-        gens, offset_commits, rebalances, lag_rows, statuses, as_of=(T0 + timedelta(days=9)).date(),
+        gens, group_daily.commits_per_day(offset_commits), rebalances, lag_rows, statuses,
+        as_of=(T0 + timedelta(days=9)).date(),
         stale_after_days=7, offsets_retention_minutes=3 * 24 * 60, expiry_warning_hours=24,
     ).localCheckpoint()  # fmt: skip
     expected = spark.createDataFrame(
@@ -240,7 +241,7 @@ def test_the_last_commit_of_a_day_counts_a_commit_at_the_midnight_that_ends_it(s
     daily = group_daily.group_daily(
         spark.createDataFrame([], f"{no_rows}, recorded_at timestamp, state string, join_completed_at timestamp,"
                                   " source_offset long"),
-        offset_commits,
+        group_daily.commits_per_day(offset_commits),
         spark.createDataFrame([], f"{no_rows}, completed_at timestamp, moved_partition_count int"),
         spark.createDataFrame([], f"{no_rows}, observed_at timestamp, offset_lag long, time_lag_seconds double"),
         spark.createDataFrame([], f"{no_rows}, evaluated_at timestamp, status string"),

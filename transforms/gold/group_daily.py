@@ -48,13 +48,19 @@ def _days(activity: DataFrame, as_of: date | None) -> DataFrame:
     )
 
 
-def _commit_days(commits: DataFrame) -> DataFrame:
-    """(group, day, commit_count, first_at, last_at): each group's commits summed up per day. Every use of
-    the commits below reads this one frame, so Spark scans them once (the plans share its exchange)."""
-    return commits.groupBy(*GROUP, F.to_date("record_at").alias("day")).agg(
-        F.count(F.lit(1)).alias("commit_count"),
-        F.min("record_at").alias("first_at"),
-        F.max("record_at").alias("last_at"),
+def commits_per_day(offset_commits: DataFrame) -> DataFrame:
+    """silver offset_commits -> (group, day, commit_count, first_at, last_at): each group's counted commits
+    summed up per day, the only form of the commits group_daily reads. Hold it before handing it over: it
+    is read four times, each read wanting other columns, so the plans share no exchange and Spark would
+    scan every commit four times (measured on the 10M estate: bench/README.md, fifteenth session)."""
+    return (
+        filter_uncounted_commits(offset_commits)
+        .groupBy(*GROUP, F.to_date("record_at").alias("day"))
+        .agg(
+            F.count(F.lit(1)).alias("commit_count"),
+            F.min("record_at").alias("first_at"),
+            F.max("record_at").alias("last_at"),
+        )
     )
 
 
@@ -123,7 +129,7 @@ def _no_carry() -> Column:
 
 def group_daily(
     generations: DataFrame,
-    offset_commits: DataFrame,
+    commit_days: DataFrame,
     rebalances: DataFrame,
     lag_rows: DataFrame,
     group_status_rows: DataFrame,
@@ -133,8 +139,7 @@ def group_daily(
     offsets_retention_minutes: int,
     expiry_warning_hours: int,
 ) -> DataFrame:
-    """gold generations, rebalances, lag, group_status + silver offset_commits -> gold `group_daily`."""
-    commit_days = _commit_days(filter_uncounted_commits(offset_commits))
+    """gold generations, rebalances, lag, group_status + `commit_days` -> gold `group_daily`."""
     group_records = generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset")
     days = _days(_activity_times(commit_days, group_records), as_of).withColumn(CARRIED, _no_carry())
     return _daily_rows(
@@ -153,7 +158,7 @@ def group_daily(
 def group_daily_since(
     starts: DataFrame,
     generations: DataFrame,
-    offset_commits: DataFrame,
+    commit_days: DataFrame,
     rebalances: DataFrame,
     lag_rows: DataFrame,
     group_status_rows: DataFrame,
@@ -169,7 +174,9 @@ def group_daily_since(
     before from_day, and its rows start at its first activity). The other inputs need hold only their
     rows from each group's from_day on (earlier ones are left out here)."""
     since = starts.select(*GROUP, F.col("from_day").cast("timestamp").alias("_since"))
-    commit_days = _commit_days(_from_since(filter_uncounted_commits(offset_commits), since, "record_at"))
+    # A day's commits all lie at or after its midnight: whole days from from_day on are its commits from it on.
+    commit_days = _from_since(commit_days.withColumn("_day_start", F.col("day").cast("timestamp")), since, "_day_start")
+    commit_days = commit_days.drop("_day_start")
     group_records = _from_since(
         generations.select(*GROUP, "recorded_at", "state", "join_completed_at", "source_offset"), since, "recorded_at"
     )
@@ -205,10 +212,9 @@ def group_daily_since(
     )
 
 
-def last_activity_day(generations: DataFrame, offset_commits: DataFrame) -> DataFrame:
+def last_activity_day(generations: DataFrame, commit_days: DataFrame) -> DataFrame:
     """One row (last_day): the last day any group has activity, the day `group_daily` rows reach when no
     evaluation day is given (null without activity)."""
-    commit_days = _commit_days(filter_uncounted_commits(offset_commits))
     group_records = generations.select(*GROUP, "recorded_at")
     return _activity_times(commit_days, group_records).agg(F.max(F.to_date("at")).alias("last_day"))
 
