@@ -11,12 +11,8 @@ the other runs of the session, and the test waits for them.
 
 from __future__ import annotations
 
-from schemas.share_gold import SHARE_SCHEMAS
-from tests.background_runs import DATABASE, NIGHTLY_APP_NAME
+from tests.background_runs import DATABASE, EMPTY_FOR_THE_SAMPLE, NIGHTLY_APP_NAME
 from tests.delta_compare import delta_tables, table_rows
-
-# The sample has neither share nor streams groups.
-EMPTY_FOR_THE_SAMPLE = ("share_group_state", *SHARE_SCHEMAS, "streams_members")
 
 
 def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(spark, cluster_nightly, local_nightly):
@@ -30,6 +26,5 @@ def test_nightly_on_a_standalone_cluster_writes_the_tables_a_local_run_writes(sp
     assert {"raw_records", "offset_commits", "generations", "rebalances", "group_daily", "lag"} <= local_tables.keys()
     for name, path in sorted(local_tables.items()):
         local_rows = table_rows(spark, path)
-        # The sample has no bad bytes: quarantine is empty in both runs, as are the share and streams tables.
-        assert local_rows or name in ("quarantine", *EMPTY_FOR_THE_SAMPLE), name
+        assert local_rows or name in EMPTY_FOR_THE_SAMPLE, name
         assert table_rows(spark, cluster_tables[name]) == local_rows, name
