@@ -171,6 +171,9 @@ def spark_environment(workdir: Path) -> dict[str, str]:
         "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
     }
     environment.pop("GROUPSCOPE_MASTER", None)
+    # tests/integration/test_spark_connect.py sets it for its own client while its tests run; a background
+    # run started meanwhile would inherit it and refuse to build a classic session (CONNECT_URL_NOT_SET).
+    environment.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return environment
 
 
