@@ -60,7 +60,6 @@ SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER = 10, 14
 SHARE_AS_CONSUMER_TYPES = {11: RECORD_GROUP_EPOCH, SHARE_MEMBER_METADATA: RECORD_MEMBER_METADATA,
                            12: RECORD_TARGET_EPOCH, 13: RECORD_TARGET_MEMBER,
                            SHARE_CURRENT_MEMBER: RECORD_CURRENT_MEMBER}  # fmt: skip
-MEMBER_STATE_STABLE = 0  # type 8/14 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 
 ANCHOR = (*INCARNATION, "generation", "anchor_offset")
 
@@ -82,6 +81,30 @@ def _named_partitions(assigned: Column, names: Column, unnamed_source: Column) -
                 "topic_name_source"
             ),
         ),
+    )
+
+
+def _names_by_group(records: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """(cluster, group_id, names): a map topic id -> (topic, topic_name_source) of the topic ids the group's
+    target and current assignments name. A map lookup walks its keys one by one, and every member of
+    every epoch looks up each of its topics twice: a map of all the cluster's topic ids (1,500 in the
+    benchmark's estate, for 11 assigned) made that the costliest part of history, growing with both."""
+    assigned = F.concat(
+        F.coalesce("assigned_partitions", F.array()), F.coalesce("partitions_pending_revocation", F.array())
+    )
+    referenced = (
+        records.where(F.col("record_type").isin(RECORD_TARGET_MEMBER, RECORD_CURRENT_MEMBER))
+        .select("cluster", "group_id", F.explode(F.transform(assigned, lambda tp: tp["topic_id"])).alias("topic_id"))
+        .distinct()
+    )
+    return (
+        referenced.join(topic_names, on=["cluster", "topic_id"], how="inner")
+        .groupBy("cluster", "group_id")
+        .agg(
+            F.map_from_entries(
+                F.collect_list(F.struct("topic_id", F.struct("topic", "topic_name_source").alias("name")))
+            ).alias("names")
+        )
     )
 
 
@@ -120,7 +143,7 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
         metadata.join(targets, on=[*ANCHOR, "member_id"], how="left")
         .join(owned, on=[*ANCHOR, "member_id"], how="left")
         .join(regexes, on=[*ANCHOR, "subscribed_topic_regex"], how="left")
-        .join(names, on="cluster", how="left")
+        .join(names, on=["cluster", "group_id"], how="left")
         .select(
             *ANCHOR,
             "server_assignor",
@@ -144,26 +167,6 @@ def _members_at_epochs(records: DataFrame, anchors: DataFrame, names: DataFrame)
             ).alias("member"),
         )
     )
-
-
-def _with_reconciliation(members_at: DataFrame, records: DataFrame) -> DataFrame:
-    """(anchor, member) rows + reached_at: each time the member's current assignment (type 8) was STABLE
-    at this epoch or a later one (one row per such record; null when there is none)."""
-    reached = (
-        _of_type(records, RECORD_CURRENT_MEMBER)
-        .where(~F.col("is_tombstone") & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE)))
-        .select(
-            *[F.col(key).alias(f"reached_{key}") for key in (*INCARNATION, "member_id", "member_epoch", "record_at")]
-        )
-    )
-    is_reached = (
-        (F.col("cluster") == F.col("reached_cluster"))
-        & (F.col("group_id") == F.col("reached_group_id"))
-        & (F.col("incarnation") == F.col("reached_incarnation"))
-        & (F.col("member.member_id") == F.col("reached_member_id"))
-        & (F.col("reached_member_epoch") >= F.col("generation"))
-    )
-    return members_at.join(reached, on=is_reached, how="left").withColumn("reached_at", F.col("reached_record_at"))
 
 
 def _by_member_id(left: Column, right: Column) -> Column:
@@ -227,16 +230,9 @@ def consumer_group_generations(consumer_group_records: DataFrame, topic_names: D
         )
         .withColumn("next_anchor_offset", F.lead("anchor_offset").over(anchor_order))
     )
-    names = topic_names.groupBy("cluster").agg(
-        F.map_from_entries(
-            F.collect_list(F.struct("topic_id", F.struct("topic", "topic_name_source").alias("name")))
-        ).alias("names")
-    )
     members = (
-        _members_at_epochs(records, anchors.drop("group_protocol"), names)
-        .transform(_with_reconciliation, records)
-        .groupBy(*ANCHOR, "member")
-        .agg(F.max("server_assignor").alias("server_assignor"), F.min("reached_at").alias("reached_at"))
+        _members_at_epochs(records, anchors.drop("group_protocol"), _names_by_group(records, topic_names))
+        .transform(ownership.with_reconciliation, records, ANCHOR)  # one row per member of each epoch
         .groupBy(*ANCHOR)
         .agg(
             F.array_sort(F.collect_list("member"), _by_member_id).alias("members"),

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from transforms.gold.generations import INCARNATION
 
 RECORD_CURRENT_MEMBER = 8
+MEMBER_STATE_STABLE = 0  # type 8/14 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 MEMBER = (*INCARNATION, "member_id")
 _AFTER_EVERY_RECORD = 2**63 - 1  # the last epoch ends after the member's every record
 
@@ -108,3 +109,37 @@ def ending_states(states: DataFrame, members_at: DataFrame, anchor: tuple[str, .
         .where(F.col("_is_end") & F.col("held_seq").isNotNull())
         .select(*anchor, "member_id", F.col("held_seq").alias("seq"))
     )
+
+
+def with_reconciliation(members_at: DataFrame, records: DataFrame, anchor: tuple[str, ...]) -> DataFrame:
+    """(anchor, member) rows + reached_at: the first time the member's current assignment (type 8) was
+    STABLE at this epoch or a later one (null when never).
+
+    Found along each member's epochs from the latest down, with the reconciliations among them: pairing
+    each epoch with every later reconciliation of its member grew with the square of the member's life."""
+    reached = records.where(
+        (F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER))
+        & ~F.col("is_tombstone")
+        & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE))
+        & F.col("member_epoch").isNotNull()
+    ).select(*MEMBER, F.col("member_epoch").alias("_epoch"), "record_at", F.lit(False).alias("_is_epoch"))
+    epochs = members_at.select(
+        *anchor,
+        F.col("member.member_id").alias("member_id"),
+        F.col("generation").alias("_epoch"),
+        F.lit(True).alias("_is_epoch"),
+    )
+    # At one epoch number the reconciliations come first: an epoch is reached by a STABLE record of its own.
+    down_the_epochs = (
+        Window.partitionBy(*MEMBER)
+        .orderBy(F.col("_epoch").desc(), "_is_epoch")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    first_reached = (
+        reached.unionByName(epochs, allowMissingColumns=True)
+        .withColumn("reached_at", F.min("record_at").over(down_the_epochs))
+        .where(F.col("_is_epoch"))
+        .select(*anchor, "member_id", F.when(F.col("_epoch").isNotNull(), F.col("reached_at")).alias("reached_at"))
+    )
+    with_id = members_at.withColumn("member_id", F.col("member.member_id"))
+    return with_id.join(first_reached, on=[*anchor, "member_id"], how="left").drop("member_id")
