@@ -44,6 +44,10 @@ pins=(
   watchfiles==1.3.0 websockets==17.4 wirerope==1.0.0 wrapt==2.5.2 zipp==4.1.2
 )
 
+# The venv sees only its own packages: a PYTHONPATH of the checkout (as `PYTHONPATH=. ./test.sh -p
+# bench.suite_cpu` sets) showed pip groupscope's egg-info, and `pip check` failed on its pins.
+unset PYTHONPATH
+
 # Two callers at once (tests, a person) must not build the same venv over each other.
 exec 9<"${BASH_SOURCE[0]}"
 flock 9
