@@ -182,6 +182,7 @@ def evaluate_group_partitions(
         intervals=settings.status_intervals,
         min_distance_ms=settings.status_min_distance_ms,
         partial=metrics_carry.partial_carries(carry, starts),
+        hold=materialized,
     )
     carry_rows = carry.join(starts, on=list(OFFSET_KEY), how="left_anti").unionByName(tails.select(*carry.columns))
     return lag_rows, status_rows, carry_rows

@@ -118,7 +118,10 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
     )
     commit_note = metrics_note(config.cluster, versions, last_day)
     carry = metrics_carry.carry_tails(
-        offset_commits, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+        offset_commits,
+        intervals=settings.status_intervals,
+        min_distance_ms=settings.status_min_distance_ms,
+        hold=materialized,
     )
     write_table(spark, config, CARRY, carry, commit_note, "")
 

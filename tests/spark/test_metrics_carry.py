@@ -8,12 +8,13 @@ import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
 from schemas.metrics_carry import metrics_carry_schema
-from transforms.gold.metrics_carry import CONTINUE, WHOLE, carry_tails, group_partition_starts
+from transforms.gold.metrics_carry import CONTINUE, CUT_SEARCH_MS, WHOLE, carry_tails, group_partition_starts
 from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
 START = datetime(2026, 11, 2, tzinfo=UTC)
@@ -102,7 +103,8 @@ def _tails_by_ranking_every_record(rows):
     )
 
 
-def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark):
+@pytest.mark.parametrize("search_ms", [CUT_SEARCH_MS, 3 * MINUTE_MS], ids=["searched", "mostly ranked again"])
+def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, search_ms):
     draw = random.Random(16)
     rows = []
     for group in range(12):
@@ -112,13 +114,18 @@ def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark):
             minute += draw.choice([0.1, 0.2, 0.5, 1.0, 3.0, 7.0])
             is_tombstone = draw.random() < 0.03
             record_at = None if draw.random() < 0.05 else at(minute)
-            rows.append(("c", f"g{group % 5}", None if group == 11 else f"t{group % 2}", group % 3, 1, offset,
-                         record_at, is_tombstone, None if is_tombstone else offset, record_at, None,
+            # log positions of every kind a struct orders: nulls first, the extremes of int and long
+            source_partition = draw.choice([1, 1, 1, None, -(2**31), 2**31 - 1])
+            source_offset = draw.choice([offset, offset, offset, None, 2**63 - 1, -(2**63)])
+            rows.append(("c", f"g{group % 5}", None if group == 11 else f"t{group % 2}", group % 3, source_partition,
+                         source_offset, record_at, is_tombstone, None if is_tombstone else offset, record_at, None,
                          draw.choice([None, None, None, "committed", "aborted", "pending"])))  # fmt: skip
     schema = records(spark, "unused", []).schema
     frame = spark.createDataFrame(rows, schema)
 
-    carried = Counter(map(tuple, tails(spark, frame).collect()))
+    carried = Counter(
+        map(tuple, carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, search_ms=search_ms).collect())
+    )
 
     assert carried == Counter(map(tuple, _tails_by_ranking_every_record(frame).collect()))
     assert 0 < carried.total() < len(rows)
