@@ -14,7 +14,15 @@ from pyspark.sql import functions as F
 
 from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
 from schemas.metrics_carry import metrics_carry_schema
-from transforms.gold.metrics_carry import CONTINUE, CUT_SEARCH_MS, WHOLE, carry_tails, group_partition_starts
+from transforms.gold.carry_cuts import CUT_SEARCH_MS
+from transforms.gold.metrics_carry import (
+    CONTINUE,
+    EARLIEST,
+    WHOLE,
+    carry_tails,
+    earliest_changes,
+    group_partition_starts,
+)
 from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
 START = datetime(2026, 11, 2, tzinfo=UTC)
@@ -183,3 +191,37 @@ def test_tables_noted_without_this_carry_are_evaluated_from_scratch_once():
     assert not can_continue_from({**versions, CARRY_VERSION: CURRENT_CARRY_VERSION - 1})
     assert can_continue_from({**versions, CARRY_VERSION: CURRENT_CARRY_VERSION})
     assert not can_continue_from(None)
+
+
+def test_a_night_s_earliest_changes_are_the_earliest_time_and_first_tombstone_in_the_log(spark):
+    draw = random.Random(18)
+    rows = [
+        ("c", f"g{draw.randint(0, 3)}", draw.choice(["t0", None]), draw.randint(0, 1),
+         draw.choice([0, 7, None, -(2**31), 2**31 - 1]), draw.choice([5, 6, None, 2**63 - 1, -(2**63)]),
+         None if draw.random() < 0.1 else at(draw.randint(0, 600)), draw.random() < 0.3, None, None, None, None)
+        for _ in range(300)
+    ]  # fmt: skip
+    frame = spark.createDataFrame(rows, records(spark, "unused", []).schema)
+
+    def in_log_order(position):  # a struct's order: a null field first
+        return tuple((value is not None, value or 0) for value in position)
+
+    expected = {}
+    for cluster, group, topic, partition, source_partition, source_offset, record_at, is_tombstone, *_ in rows:
+        key = (cluster, group, topic, partition)
+        earliest, first = expected.get(key, (None, None))
+        at_ms = int((record_at or EARLIEST).timestamp() * 1000)
+        earliest = at_ms if earliest is None else min(earliest, at_ms)
+        if is_tombstone and (first is None or in_log_order((source_partition, source_offset)) < in_log_order(first)):
+            first = (source_partition, source_offset)
+        expected[key] = (earliest, first)
+
+    found = {
+        (row.cluster, row.group_id, row.topic, row.partition): (
+            row.at_ms,
+            None if row.first_tombstone_position is None else tuple(row.first_tombstone_position),
+        )
+        for row in earliest_changes(frame).withColumn("at_ms", F.unix_millis("record_at")).collect()
+    }
+    assert found == expected
+    assert sum(first is not None for _, first in expected.values()) > 1

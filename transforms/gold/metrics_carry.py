@@ -38,23 +38,18 @@ record; a first-life window reaches back at most `intervals` slots). So a group 
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from schemas.metrics_carry import LOG_POSITION, metrics_carry_schema
+from transforms.gold import carry_cuts
 from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records
 
 CONTINUE, WHOLE = "continue", "whole"
-# How far back from a group partition's last counted bucket its cut is looked for first: a group that
-# commits every few minutes has its last `intervals` + 1 buckets well within it, so only the rest (a
-# group that commits rarely) needs all its buckets ranked.
-CUT_SEARCH_MS = 3_600_000
 # Records without a timestamp (magic 0) sort before every snapshot: a change to one starts at the beginning.
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 GROUP_PARTITION_COLUMNS = ("has_tombstone", "holds_every_record", "last_position")
@@ -78,7 +73,7 @@ def carry_tails(
     min_distance_ms: int,
     partial: DataFrame | None = None,
     hold: Callable[[DataFrame], DataFrame] = lambda rows: rows,
-    search_ms: int = CUT_SEARCH_MS,
+    search_ms: int = carry_cuts.CUT_SEARCH_MS,
 ) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: of each group partition, the records
     of its first life (before its first tombstone in the log) in its last `intervals` + 1 non-empty
@@ -89,25 +84,25 @@ def carry_tails(
     last_position: the carry's): these hold only their carried tail and what followed, so their carry
     does not hold every record, and the latest log position may be one of the records left out.
 
-    A night's records are hardly fewer than their buckets, so each pass over them is a hash aggregation
-    or a filter beside a broadcast row per group partition: no sort and no shuffle of the records
-    (sorting them four times was the largest query of a night). Only the buckets within `search_ms`
+    No pass sorts or shuffles the records (transforms/gold/carry_cuts.py): the buckets within `search_ms`
     before a group partition's last counted one are ranked, and all of them only where those are too
-    few (_cuts). `hold` materialises the frames of one row per group partition that several passes read
-    (the caller's: jobs.tables.materialized)."""
+    few. `hold` materialises the frames of one row per group partition that several passes read (the
+    caller's: jobs.tables.materialized)."""
     visible = filter_invisible_offset_records(records).withColumns(
         {"_bucket": _bucket(record_time(F.col("record_at")), min_distance_ms), "_position": _position()}
     )
-    lives = hold(_lives(visible))
+    lives = hold(carry_cuts.group_partition_lives(visible))
     # A record of the first life in a bucket before the earliest tombstone's: its bucket counts.
     is_counted = F.coalesce(
         (F.col("_position") < F.col("_first_tombstone_position"))
         & (F.col("_bucket") < F.col("_first_tombstone_bucket")),
         F.lit(True),
     )
-    counted = _beside(visible, lives).where(is_counted).select(*OFFSET_KEY, "_bucket", "_last_counted_bucket")
+    counted = carry_cuts.beside(visible, lives).where(is_counted).select(*OFFSET_KEY, "_bucket", "_last_counted_bucket")
     search_buckets = -(-search_ms // min_distance_ms)
-    cuts = _beside(lives, _cuts(counted, lives, intervals + 1, search_buckets, hold), how="left").select(
+    cuts = carry_cuts.beside(
+        lives, carry_cuts.cuts(counted, lives, intervals + 1, search_buckets, hold), how="left"
+    ).select(
         *OFFSET_KEY,
         "_first_tombstone_position",
         "_first_bucket",
@@ -119,7 +114,7 @@ def carry_tails(
         carried = partial.select(
             *OFFSET_KEY, F.col("last_position").alias("_carried_position"), F.lit(True).alias("_partial")
         )
-        cuts = _beside(cuts, carried, how="left").withColumns(
+        cuts = carry_cuts.beside(cuts, carried, how="left").withColumns(
             {  # the records left out may be later in the log
                 "last_position": F.greatest("last_position", "_carried_position"),
                 "holds_every_record": F.col("holds_every_record") & F.col("_partial").isNull(),
@@ -130,101 +125,7 @@ def carry_tails(
         | (F.col("_bucket") >= F.col("_first_bucket"))
         | F.coalesce(F.col("_position") >= F.col("_first_tombstone_position"), F.lit(False))
     )
-    return _beside(visible, cuts).where(is_kept).select(*metrics_carry_schema.fieldNames())
-
-
-def _lives(visible: DataFrame) -> DataFrame:
-    """Visible records with _bucket -> per group partition: last_position, _first_tombstone_position,
-    _first_tombstone_bucket, _earliest_bucket, and _last_counted_bucket: the latest bucket a counted
-    record can be in (before the earliest tombstone's).
-
-    Aggregated by source partition first (nearly always one per group partition): a minimum or maximum
-    of a struct makes Spark aggregate by sorting, so those are taken of these few rows, not of the records.
-    """
-    tombstone = F.col("is_tombstone")
-    by_source_partition = visible.groupBy(*OFFSET_KEY, "source_partition").agg(
-        F.max("source_offset").alias("_last_offset"),
-        F.max(tombstone).alias("_has_tombstone"),
-        # In the log's order a null offset comes first: such a tombstone is its partition's first.
-        F.max(tombstone & F.col("source_offset").isNull()).alias("_has_tombstone_without_offset"),
-        F.min(F.when(tombstone, F.col("source_offset"))).alias("_first_tombstone_offset"),
-        F.min(F.when(tombstone, F.col("_bucket"))).alias("_first_tombstone_bucket"),
-        F.max("_bucket").alias("_last_bucket"),
-        F.min("_bucket").alias("_earliest_bucket"),
-    )
-    first_tombstone_offset = F.when(~F.col("_has_tombstone_without_offset"), F.col("_first_tombstone_offset"))
-    first_tombstone = F.when(
-        F.col("_has_tombstone"), F.struct("source_partition", first_tombstone_offset.alias("source_offset"))
-    )
-    lives = by_source_partition.groupBy(*OFFSET_KEY).agg(
-        F.max(F.struct("source_partition", F.col("_last_offset").alias("source_offset")))
-        .cast(LOG_POSITION)
-        .alias("last_position"),
-        F.min(first_tombstone).cast(LOG_POSITION).alias("_first_tombstone_position"),
-        F.min("_first_tombstone_bucket").alias("_first_tombstone_bucket"),
-        F.max("_last_bucket").alias("_last_bucket"),
-        F.min("_earliest_bucket").alias("_earliest_bucket"),
-    )
-    last_counted = F.coalesce(F.col("_first_tombstone_bucket") - F.lit(1), F.col("_last_bucket"))
-    return lives.withColumn("_last_counted_bucket", last_counted).drop("_last_bucket")
-
-
-def _beside(rows: DataFrame, per_key: DataFrame, how: str = "inner") -> DataFrame:
-    """`rows` joined with one row per group partition (a topic may be null: null-safe), broadcast but to
-    a left join: the group partitions of a night, never its records."""
-    renamed = per_key.withColumnsRenamed({name: f"_key_{name}" for name in OFFSET_KEY})
-    same_key = functools.reduce(operator.and_, [F.col(name).eqNullSafe(F.col(f"_key_{name}")) for name in OFFSET_KEY])
-    other = renamed if how == "left" else F.broadcast(renamed)
-    return rows.join(other, on=same_key, how=how).drop(*[f"_key_{name}" for name in OFFSET_KEY])
-
-
-def _cuts(
-    counted: DataFrame, lives: DataFrame, kept: int, search_buckets: int, hold: Callable[[DataFrame], DataFrame]
-) -> DataFrame:
-    """(OFFSET_KEY, _bucket, _last_counted_bucket) of each counted record + _lives -> (OFFSET_KEY,
-    _first_bucket: the earliest of the last `kept` distinct counted buckets, _holds_every_bucket: there
-    are no more than `kept`).
-
-    First among the buckets within `search_buckets` before the last a counted record can be in: exact
-    when `kept` counted ones lie there (every counted bucket there is later than any before), or when
-    the group partition's every bucket does; the others are ranked again from all their counted buckets."""
-    near = counted.where(F.col("_bucket") > F.col("_last_counted_bucket") - F.lit(search_buckets))
-    found = _last_buckets(near, kept)
-    within_reach = F.col("_earliest_bucket") > F.col("_last_counted_bucket") - F.lit(search_buckets)
-    count = F.coalesce(F.col("_bucket_count"), F.lit(0))
-    searched = hold(
-        _beside(lives, found, how="left").select(
-            *OFFSET_KEY,
-            "_first_bucket",
-            (within_reach | (count >= F.lit(kept))).alias("_is_found"),
-            (within_reach & (count <= F.lit(kept))).alias("_holds_every_bucket"),
-        )
-    )
-    again = _last_buckets(_beside(counted, searched.where(~F.col("_is_found")).select(*OFFSET_KEY)), kept)
-    return (
-        searched.where("_is_found")
-        .drop("_is_found")
-        .unionByName(
-            again.select(
-                *OFFSET_KEY, "_first_bucket", (F.col("_bucket_count") <= F.lit(kept)).alias("_holds_every_bucket")
-            )
-        )
-    )
-
-
-def _last_buckets(counted: DataFrame, kept: int) -> DataFrame:
-    """Records' (OFFSET_KEY, _bucket) -> (OFFSET_KEY, _first_bucket: the earliest of the last `kept`
-    distinct buckets, _bucket_count: how many distinct buckets)."""
-    buckets = counted.select(*OFFSET_KEY, "_bucket").distinct()
-    back = F.row_number().over(Window.partitionBy(*OFFSET_KEY).orderBy(F.col("_bucket").desc()))
-    return (
-        buckets.withColumn("_back", back)
-        .groupBy(*OFFSET_KEY)
-        .agg(
-            F.min(F.when(F.col("_back") <= F.lit(kept), F.col("_bucket"))).alias("_first_bucket"),
-            F.count(F.lit(1)).alias("_bucket_count"),
-        )
-    )
+    return carry_cuts.beside(visible, cuts).where(is_kept).select(*metrics_carry_schema.fieldNames())
 
 
 def _position() -> Column:
@@ -235,9 +136,11 @@ def earliest_changes(commit_changes: DataFrame) -> DataFrame:
     """Changed offset_commits rows -> (group partition, record_at, first_tombstone_position): the
     earliest changed record time of each (an untimed one: EARLIEST) and the first log position of a
     changed tombstone, all that group_partition_starts and group_change_days read of them."""
-    return commit_changes.groupBy(*OFFSET_KEY).agg(
-        F.min(record_time(F.col("record_at"))).alias("record_at"),
-        F.min(F.when(F.col("is_tombstone"), _position())).alias("first_tombstone_position"),
+    by_source_partition = commit_changes.groupBy(*OFFSET_KEY, "source_partition").agg(
+        F.min(record_time(F.col("record_at"))).alias("record_at"), *carry_cuts.first_tombstone_offsets()
+    )
+    return by_source_partition.groupBy(*OFFSET_KEY).agg(
+        F.min("record_at").alias("record_at"), carry_cuts.first_tombstone_position().alias("first_tombstone_position")
     )
 
 
