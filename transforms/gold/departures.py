@@ -171,7 +171,7 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     )
     probed_groups = F.broadcast(rebalances.select(*GROUP).distinct())
     flag = {"is_probed": F.lit(True)}
-    tagged = (
+    per_minute = (
         commits.join(probed_groups, on=list(GROUP), how="left_semi")
         .select(*OFFSET_KEY, "record_at", minute.alias("minute"))
         .join(F.broadcast(leaver_minutes.distinct().withColumns(flag)), on=[*OFFSET_KEY, "minute"], how="left")
@@ -180,18 +180,15 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
             on=[*GROUP, "minute"],
             how="left",
         )
+        .groupBy(*OFFSET_KEY, "minute")
+        .agg(
+            F.min("record_at").alias("first_at"),
+            F.max("record_at").alias("last_at"),
+            F.collect_list(F.when(F.col("is_probed") | F.col("is_group_probed"), F.col("record_at"))).alias("probed"),
+        )
     )
-    # Two hash aggregations: a list of each minute's probed commits beside its ends made Spark aggregate
-    # by sorting every commit read (a collected list is no fixed-width buffer).
-    ends = tagged.groupBy(*OFFSET_KEY, "minute").agg(
-        F.min("record_at").alias("first_at"), F.max("record_at").alias("last_at")
-    )
-    probed = tagged.where(F.col("is_probed") | F.col("is_group_probed")).select(*OFFSET_KEY, "record_at")
-    return (
-        ends.select(*OFFSET_KEY, F.explode(F.array_distinct(F.array("first_at", "last_at"))).alias("record_at"))
-        .unionByName(probed)
-        .distinct()
-    )
+    times = F.array_distinct(F.concat(F.array("first_at", "last_at"), "probed"))
+    return per_minute.select(*OFFSET_KEY, F.explode(times).alias("record_at"))
 
 
 def _last_own_records(left: DataFrame, share_member_records: DataFrame) -> DataFrame:
