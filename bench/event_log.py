@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.scans import scanned_table
+
 STEPS = ("ingest", "decode", "history", "metrics", "views")
 STEP_LINE = re.compile(r"^\[\w+\s+([\d.]+)s\] (\w+)$")
 
@@ -36,6 +38,31 @@ class EventLog:
     tasks: list[tuple[int, int, int]] = field(default_factory=list)  # (launched, finished, stage)
     stage_execution: dict[int, int | None] = field(default_factory=dict)
     executions: dict[int, tuple[int, int | None, str]] = field(default_factory=dict)  # id -> (start, root, text)
+    plans: dict[int, str] = field(default_factory=dict)  # id -> plan_outline of the plan that ran
+
+
+# Plan operators that sort or move every row they are given: a query's count of each tells its shape.
+HEAVY_OPERATORS = {"Sort": "sort", "SortAggregate": "sort-agg", "Window": "window", "Exchange": "shuffle",
+                   "SortMergeJoin": "smj", "BroadcastHashJoin": "bhj", "HashAggregate": "hash-agg"}  # fmt: skip
+
+
+def plan_outline(plan: dict | None) -> str:
+    """A plan's heavy operators counted and the tables it scans: "sort 2 shuffle 3; offset_commits"."""
+    counts: Counter = Counter()
+    tables: set[str] = set()
+    pending = [plan] if plan else []
+    while pending:
+        node = pending.pop()
+        name = node["nodeName"]
+        label = HEAVY_OPERATORS.get(name.split(" ")[0])
+        if label:
+            counts[label] += 1
+        table = scanned_table(name, node["simpleString"])
+        if table:
+            tables.add(table)
+        pending.extend(node["children"])
+    shape = " ".join(f"{label} {count}" for label, count in sorted(counts.items()))
+    return f"{shape}; {', '.join(sorted(tables)) or '-'}"
 
 
 def event_lines(path: Path) -> Iterator[str]:
@@ -69,6 +96,9 @@ def read_event_log(lines: Iterator[str]) -> EventLog:
         elif kind.endswith("SQLExecutionStart"):
             root = event.get("rootExecutionId")
             log.executions[event["executionId"]] = (event["time"], root, (event.get("description") or "")[:60])
+            log.plans[event["executionId"]] = plan_outline(event.get("sparkPlanInfo"))
+        elif kind.endswith("SQLAdaptiveExecutionUpdate"):  # the plan that ran, re-planned by adaptive execution
+            log.plans[event["executionId"]] = plan_outline(event.get("sparkPlanInfo"))
     return log
 
 
@@ -148,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for execution, ms in row["top"][: args.top]:
             text = log.executions[execution][2]
-            print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}")
+            print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}  [{log.plans[execution]}]")
     return 0
 
 

@@ -67,3 +67,21 @@ def test_a_log_without_step_lines_is_refused_with_one_line(tmp_path, capsys):
     (tmp_path / "job.log").write_text("nothing here\n")
     assert event_log.main([str(tmp_path / "events"), str(tmp_path / "job.log")]) == 2
     assert "not a nightly's output" in capsys.readouterr().out
+
+
+def test_a_plan_is_outlined_by_its_heavy_operators_and_the_tables_it_scans():
+    def node(name, *children, text=""):
+        return {"nodeName": name, "simpleString": text or name, "children": list(children)}
+
+    scan = node(
+        "Scan parquet spark_catalog.groupscope.offset_commits",
+        text="FileScan parquet Location: PreparedDeltaFileIndex(1 paths)[file:/w/groupscope.db/offset_commits]",
+    )
+    delta_log = node("Scan json", text="Location: DeltaLogFileIndex(1 paths)[file:/w/x/_delta_log]")
+    plan = node(
+        "SortAggregate",
+        node("Sort", node("Exchange hashpartitioning(group_id, 200)", node("HashAggregate", scan))),
+        node("HashAggregate", delta_log),
+    )
+    assert event_log.plan_outline(plan) == "hash-agg 2 shuffle 1 sort 1 sort-agg 1; offset_commits"
+    assert event_log.plan_outline(None) == "; -"
