@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
+CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
 
 
 def executed_plan(rows: DataFrame) -> str:
@@ -34,3 +36,44 @@ def test_a_checkpointed_join_gets_no_runtime_bloom_filter(spark):
     finally:
         spark.conf.set(RUNTIME_BLOOM_FILTER, "false")
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", broadcast_threshold)
+
+
+def _write_stages_peak_memory(spark, path) -> list[int]:
+    """The peak execution memory of each stage a partitioned Delta write of 1,000 rows runs."""
+    context = spark.sparkContext
+
+    def stages() -> dict:
+        context._jsc.sc().listenerBus().waitUntilEmpty()
+        jvm = context._jvm
+        found = (
+            context._jsc.sc()
+            .statusStore()
+            .stageList(
+                jvm.java.util.ArrayList(),
+                False,
+                False,
+                context._gateway.new_array(jvm.double, 0),
+                jvm.java.util.ArrayList(),
+            )
+        )
+        return {found.apply(index).stageId(): found.apply(index) for index in range(found.size())}
+
+    before = set(stages())
+    rows = spark.range(1000).select(F.lit("a-cluster").alias("cluster"), "id")
+    rows.write.format("delta").partitionBy("cluster").save(str(path))
+    peaks = [stage.peakExecutionMemory() for stage_id, stage in stages().items() if stage_id not in before]
+    assert spark.read.format("delta").load(str(path)).count() == 1000
+    return peaks
+
+
+def test_a_partitioned_write_does_not_sort_its_rows(spark, tmp_path):
+    """Every table is partitioned by cluster and a run writes one cluster: a sort by the partition column
+    before writing orders nothing, and at a night's size spilled the night's commits (conf/defaults.toml)."""
+    writers = spark.conf.get(CONCURRENT_WRITERS)
+    assert int(writers) > 0
+    assert _write_stages_peak_memory(spark, tmp_path / "unsorted") == [0]
+    spark.conf.set(CONCURRENT_WRITERS, "0")  # what the setting keeps out: the sorter's memory
+    try:
+        assert max(_write_stages_peak_memory(spark, tmp_path / "sorted")) > 0
+    finally:
+        spark.conf.set(CONCURRENT_WRITERS, writers)
