@@ -9,7 +9,9 @@ job's progress lines (ingest, decode, history, metrics, views) it prints the wal
 started, the time with at least one job running, the task-seconds (the sum of task durations: on a
 2-core machine at most twice the time with a job running), and the time with no job running: the driver
 alone (planning, Delta commits and snapshots, the metastore, Python). Then each step's SQL executions
-with the most task-seconds. The sixth session's profile in bench/README.md was made this way.
+with the most task-seconds, each outlined by its plan (the operators that sort or move every row, and
+the tables it scans: plan_outline), which is usually enough to find its code. The sixth and
+nineteenth sessions' profiles in bench/README.md were made this way.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class EventLog:
     tasks: list[tuple[int, int, int]] = field(default_factory=list)  # (launched, finished, stage)
     stage_execution: dict[int, int | None] = field(default_factory=dict)
     executions: dict[int, tuple[int, int | None, str]] = field(default_factory=dict)  # id -> (start, root, text)
-    plans: dict[int, str] = field(default_factory=dict)  # id -> plan_outline of the plan that ran
+    plans: dict[int, tuple[Counter, set[str]]] = field(default_factory=dict)  # id -> plan_outline of what ran
 
 
 # Plan operators that sort or move every row they are given: a query's count of each tells its shape.
@@ -46,8 +48,8 @@ HEAVY_OPERATORS = {"Sort": "sort", "SortAggregate": "sort-agg", "Window": "windo
                    "SortMergeJoin": "smj", "BroadcastHashJoin": "bhj", "HashAggregate": "hash-agg"}  # fmt: skip
 
 
-def plan_outline(plan: dict | None) -> str:
-    """A plan's heavy operators counted and the tables it scans: "sort 2 shuffle 3; offset_commits"."""
+def plan_outline(plan: dict | None) -> tuple[Counter, set[str]]:
+    """A plan's heavy operators counted, and the tables it scans."""
     counts: Counter = Counter()
     tables: set[str] = set()
     pending = [plan] if plan else []
@@ -61,6 +63,18 @@ def plan_outline(plan: dict | None) -> str:
         if table:
             tables.add(table)
         pending.extend(node["children"])
+    return counts, tables
+
+
+def outline_text(log: EventLog, execution: int) -> str:
+    """The outline of an execution and of those run under it (a Delta write's command runs its query as a
+    child execution): "sort 2 shuffle 3; offset_commits"."""
+    counts: Counter = Counter()
+    tables: set[str] = set()
+    for other, (child_counts, child_tables) in log.plans.items():
+        if _root(log, other) == execution:
+            counts.update(child_counts)
+            tables |= child_tables
     shape = " ".join(f"{label} {count}" for label, count in sorted(counts.items()))
     return f"{shape}; {', '.join(sorted(tables)) or '-'}"
 
@@ -178,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for execution, ms in row["top"][: args.top]:
             text = log.executions[execution][2]
-            print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}  [{log.plans[execution]}]")
+            print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}  [{outline_text(log, execution)}]")
     return 0
 
 
