@@ -83,5 +83,11 @@ def test_a_plan_is_outlined_by_its_heavy_operators_and_the_tables_it_scans():
         node("Sort", node("Exchange hashpartitioning(group_id, 200)", node("HashAggregate", scan))),
         node("HashAggregate", delta_log),
     )
-    assert event_log.plan_outline(plan) == "hash-agg 2 shuffle 1 sort 1 sort-agg 1; offset_commits"
-    assert event_log.plan_outline(None) == "; -"
+    write = node("Execute WriteIntoDeltaCommand")
+    log = event_log.EventLog(
+        executions={7: (0, None, "save"), 8: (0, 7, "its query")},
+        plans={7: event_log.plan_outline(write), 8: event_log.plan_outline(plan)},
+    )
+    # A write's command runs its query as a child execution: the write is outlined by what it ran.
+    assert event_log.outline_text(log, 7) == "hash-agg 2 shuffle 1 sort 1 sort-agg 1; offset_commits"
+    assert event_log.outline_text(log, 9) == "; -"
