@@ -1,0 +1,97 @@
+"""A table's blind appends read as the Parquet files they added, where Delta's change feed is slow.
+
+Delta's change feed is a relation that hands Spark its rows as external Row objects: each row is
+converted out of Spark's internal format and back, about twice the CPU of reading the same files
+(bench/README.md, nineteenth and twentieth sessions). A version that only added files of new data (a
+blind append: ingest's and decode's writes, nearly every version the nightly reads) has exactly those
+files' rows as its changes, every one an insert. `blind_appends` names those versions and their files,
+from Delta's own log (DeltaLog.getChanges, the list the change feed itself reads), so that a reader
+can take them as Parquet and the change feed only for the other versions (a MERGE, a delete).
+
+Taken only where plain Parquet reads what Delta would: the table needs no reader feature (reader
+version 1: no column mapping, no deletion vectors), no protocol or schema change falls in the range,
+and no added file carries a deletion vector. On Spark Connect (no JVM in this process) nothing is
+taken: every version goes through the change feed.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from jobs.delta_tables import is_connect, table_location
+
+# Actions that change no row: a version holding only these and data files is a blind append.
+_NEUTRAL_ACTIONS = frozenset({"CommitInfo", "SetTransaction", "DomainMetadata"})
+# Actions that change how files are read: a range holding one is read through the change feed.
+_SCHEMA_ACTIONS = frozenset({"Protocol", "Metadata"})
+
+
+@dataclass(frozen=True)
+class AppendedFiles:
+    """Files one version added with the same partition values (absolute paths)."""
+
+    version: int
+    partition_values: tuple[tuple[str, str | None], ...]
+    paths: tuple[str, ...]
+
+
+def blind_appends(spark: SparkSession, table: str, first: int, last: int) -> dict[int, list[AppendedFiles]]:
+    """The versions in [first, last] that only added files of new data, each with its files; empty when
+    Parquet cannot read the table as Delta would (see the module's docstring)."""
+    if is_connect(spark):
+        return {}
+    jvm = spark.sparkContext._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table_location(spark, table))
+    defaults = (getattr(log, f"update$default${index}")() for index in (1, 2, 3))
+    snapshot = log.update(*defaults)
+    if snapshot.protocol().minReaderVersion() != 1:
+        return {}
+    data_path = log.dataPath().toString()
+    absolute_path = jvm.org.apache.spark.sql.delta.util.DeltaFileOperations.absolutePath
+    as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
+    found: dict[int, list[AppendedFiles]] = {}
+    changes = log.getChanges(first, last, getattr(log, "getChanges$default$2")(), True)
+    while changes.hasNext():
+        version_and_actions = changes.next()
+        version, actions = version_and_actions._1(), version_and_actions._2().iterator()
+        by_partition: dict[tuple, list[str]] = {}
+        blind = True
+        while actions.hasNext():
+            action = actions.next()
+            kind = action.getClass().getSimpleName()
+            if kind in _SCHEMA_ACTIONS:
+                return {}
+            if kind == "AddFile" and action.dataChange() and action.deletionVector() is None:
+                values = tuple(sorted(dict(as_java(action.partitionValues())).items()))
+                by_partition.setdefault(values, []).append(absolute_path(data_path, action.path()).toString())
+            elif kind not in _NEUTRAL_ACTIONS:
+                blind = False
+        if blind:
+            found[version] = [AppendedFiles(version, values, tuple(paths)) for values, paths in by_partition.items()]
+    return found
+
+
+def read_appended(spark: SparkSession, files: list[AppendedFiles], schema: StructType) -> DataFrame | None:
+    """The rows of `files` as the change feed gives them: the table's columns (`schema`), then
+    `_change_type` 'insert' and `_commit_version`. None when there are no files."""
+    reads = []
+    for appended in files:
+        partition_values = dict(appended.partition_values)
+        data_schema = StructType([field for field in schema.fields if field.name not in partition_values])
+        constants = {
+            field.name: F.lit(partition_values[field.name]).cast(field.dataType)
+            for field in schema.fields
+            if field.name in partition_values
+        }
+        rows = spark.read.schema(data_schema).parquet(*appended.paths).withColumns(constants)
+        reads.append(
+            rows.select(*schema.fieldNames()).withColumns(
+                {"_change_type": F.lit("insert"), "_commit_version": F.lit(appended.version).cast("long")}
+            )
+        )
+    return functools.reduce(DataFrame.unionByName, reads) if reads else None

@@ -1,0 +1,138 @@
+"""jobs.watermarks.changes_since reads a table's blind appends as their Parquet files (jobs/appended_files.py)
+and the other versions through Delta's change feed: for every range of a table's history it gives exactly
+the change feed's rows, and it reads the feed only for the versions that are not blind appends.
+
+The table meets what the jobs' tables meet: appends to one and to two partitions, an empty commit (a
+step's note), a MERGE that updates and inserts, a DELETE, a schema change, and a table with deletion
+vectors (which Parquet alone cannot read as Delta does)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.appended_files import blind_appends
+from jobs.delta_tables import DeltaTable
+from jobs.watermarks import changes_since, current_version, write_noted
+
+SCHEMA = "cluster string, record_id string, offset long, payload binary"
+
+
+def rows(spark, cluster: str, ids: range):
+    return spark.createDataFrame(
+        [(cluster, f"r{index}", index, bytes([index % 256]) * 3) for index in ids], SCHEMA
+    ).repartition(2)
+
+
+def feed_rows(spark, table: str, covered: int, until: int) -> list:
+    feed = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", covered + 1)
+        .option("endingVersion", until)
+        .table(table)
+        .where(F.col("_change_type") != "update_preimage")
+        .drop("_commit_timestamp")
+    )
+    return sorted(feed.collect())
+
+
+def reads_change_feed(frame) -> bool:
+    return "DeltaCDFRelation" in frame._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.fixture(scope="module")
+def history(spark):
+    """The table and the kind of each version after its creation."""
+    table = "default.appended_files_history"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(
+        f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster)"
+        " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+    )
+    location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
+    kinds = {}
+
+    def committed(kind: str) -> None:
+        kinds[current_version(spark, table)] = kind
+
+    rows(spark, "a", range(0, 10)).write.format("delta").mode("append").saveAsTable(table)
+    committed("append")
+    rows(spark, "a", range(10, 20)).unionByName(rows(spark, "b", range(0, 5))).write.format("delta").mode(
+        "append"
+    ).saveAsTable(table)
+    committed("append to two partitions")
+    write_noted(rows(spark, "a", range(0, 0)), location, '{"note": 1}')
+    committed("empty commit")
+    (
+        DeltaTable.forName(spark, table)
+        .alias("target")
+        .merge(rows(spark, "a", range(15, 25)).alias("source"), "target.record_id = source.record_id")
+        .whenMatchedUpdate(set={"offset": "source.offset + 1000"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    committed("merge")
+    rows(spark, "b", range(5, 9)).write.format("delta").mode("append").saveAsTable(table)
+    committed("append")
+    spark.sql(f"DELETE FROM {table} WHERE record_id IN ('r1', 'r2')")
+    committed("delete")
+    rows(spark, "a", range(30, 33)).write.format("delta").mode("append").saveAsTable(table)
+    committed("append")
+    return table, kinds
+
+
+def test_every_range_gives_the_change_feeds_rows(spark, history):
+    table, kinds = history
+    versions = sorted(kinds)
+    for covered, until in itertools.combinations([versions[0] - 1, *versions], 2):
+        assert sorted(changes_since(spark, table, covered, until).collect()) == feed_rows(
+            spark, table, covered, until
+        ), f"versions {covered + 1}..{until}"
+
+
+def test_blind_appends_are_the_appends_and_the_empty_commit(spark, history):
+    table, kinds = history
+    found = blind_appends(spark, table, min(kinds), max(kinds))
+    assert sorted(found) == sorted(version for version, kind in kinds.items() if "append" in kind or "empty" in kind)
+    two_partitions = next(version for version, kind in kinds.items() if kind == "append to two partitions")
+    assert sorted(dict(files.partition_values)["cluster"] for files in found[two_partitions]) == ["a", "b"]
+    empty = next(version for version, kind in kinds.items() if kind == "empty commit")
+    assert found[empty] == []
+
+
+def test_the_change_feed_is_read_only_for_the_other_versions(spark, history):
+    table, kinds = history
+    first_merge = next(version for version, kind in kinds.items() if kind == "merge")
+    assert not reads_change_feed(changes_since(spark, table, min(kinds) - 1, first_merge - 1))
+    assert reads_change_feed(changes_since(spark, table, min(kinds) - 1, first_merge))
+
+
+def test_a_schema_change_in_the_range_reads_it_all_through_the_feed(spark, history):
+    table, _ = history
+    before = current_version(spark, table)
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (note string)")
+    spark.createDataFrame([("a", "r99", 99, b"x", "late")], f"{SCHEMA}, note string").write.format("delta").mode(
+        "append"
+    ).saveAsTable(table)
+    now = current_version(spark, table)
+    assert blind_appends(spark, table, before + 1, now) == {}
+    assert blind_appends(spark, table, now, now) != {}  # after the change, appends are read as files again
+    assert sorted(changes_since(spark, table, before, now).collect()) == feed_rows(spark, table, before, now)
+
+
+def test_a_table_with_deletion_vectors_goes_through_the_feed(spark):
+    table = "default.appended_files_deletion_vectors"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(
+        f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster) TBLPROPERTIES"
+        " ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true')"
+    )
+    rows(spark, "a", range(0, 10)).write.format("delta").mode("append").saveAsTable(table)
+    spark.sql(f"DELETE FROM {table} WHERE record_id = 'r3'")
+    rows(spark, "a", range(10, 12)).write.format("delta").mode("append").saveAsTable(table)
+    now = current_version(spark, table)
+    assert blind_appends(spark, table, 1, now) == {}
+    assert sorted(changes_since(spark, table, 0, now).collect()) == feed_rows(spark, table, 0, now)
