@@ -4,29 +4,34 @@ The assignors are the pinned kafka-clients' and group coordinator's (jvm/assigno
 scripts/bootstrap.sh), fed one JSON line per rebalance on stdin from the driver; rebalances are few
 (a handful per group and day), so one short JVM per history run costs about a second.
 
-Its result lines go back into Spark as a list the driver holds, which Spark ships inside the tasks of
-every stage that reads it (33.6 MB a task on a catch-up night of 50M records): so they are parsed into
-rows once and held, and the stages after read those.
+Its result lines go back into Spark as a list the driver holds, which Spark ships inside the tasks that
+read it: so they are cut into tasks of at most TASK_BYTES, parsed into rows once and held, and the
+stages after read those. In two tasks (Spark's default for a list), a from-scratch run over 108M records
+made tasks of 48 MB, and serializing one took the driver's whole 1 GiB heap: the run hung.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType
 
 from jobs.config import REPO_ROOT
+from jobs.delta_tables import is_connect
 from jobs.tables import materialized
 from schemas.columns import column
 from schemas.whatif import REPLAYED_PARTITION
 from transforms.gold.generations import REBALANCE
 
+# The most bytes of result lines one task carries.
+TASK_BYTES = 1 << 20
 JARS = REPO_ROOT / "jvm" / "assignors" / "jars"
 MAIN_CLASS = "groupscope.AssignorReplay"
 REPLAYED = StructType(
@@ -87,9 +92,7 @@ def replay_assignors(inputs: DataFrame) -> DataFrame:
     if refused:  # left out of rebalance_whatif, and said: the rest of the night goes on
         print(f"assignor replay: {len(refused)} rebalance(s) refused, e.g. {refused[0][:500]}", file=sys.stderr)
     parsed = (
-        spark.createDataFrame([(line,) for line in results], "line string")
-        .select(F.from_json("line", REPLAYED).alias("r"))
-        .where(F.col("r.error").isNull())
+        lines_frame(spark, results).select(F.from_json("line", REPLAYED).alias("r")).where(F.col("r.error").isNull())
     )
     return materialized(
         parsed.select(
@@ -100,3 +103,13 @@ def replay_assignors(inputs: DataFrame) -> DataFrame:
             "r.revoked",
         )
     )
+
+
+def lines_frame(spark: SparkSession, lines: list[str]) -> DataFrame:
+    """(line) rows of a list the driver holds, in tasks of at most about TASK_BYTES each. Spark Connect
+    ships a large list to its server in chunks of its own (a cached relation), not inside tasks."""
+    rows = [(line,) for line in lines]
+    if is_connect(spark):
+        return spark.createDataFrame(rows, "line string")
+    slices = max(1, math.ceil(sum(len(line) for line in lines) / TASK_BYTES))
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), "line string")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from jobs.assignor_replay import replay_assignors
+from jobs.assignor_replay import TASK_BYTES, lines_frame, replay_assignors
 from tests.unit.test_assignor_replay import BEFORE, TOPICS, _member
 
 
@@ -31,3 +31,13 @@ def test_replayed_rows_are_parsed_once_and_keyed_by_rebalance(spark):
     for partition in ranges[0]["assignment"]:
         owners.setdefault(partition["member_key"], []).append(f"{partition['topic'][0]}{partition['partition']}")
     assert owners == BEFORE["range"]
+
+
+def test_many_result_lines_are_shipped_in_small_tasks(spark):
+    """A from-scratch run's replay made two tasks of 48 MB, and serializing one took the 1 GiB driver heap."""
+    lines = [json.dumps({"n": index, "pad": "x" * 1000}) for index in range(5000)]  # about 5 MB
+
+    frame = lines_frame(spark, lines)
+
+    assert frame.rdd.getNumPartitions() >= sum(map(len, lines)) // TASK_BYTES
+    assert sorted(row["line"] for row in frame.collect()) == sorted(lines)
