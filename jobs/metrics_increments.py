@@ -194,7 +194,11 @@ def _lag_of(
     """(records seen by the snapshots, lag rows from each group partition's start on), materialised."""
     seen = held_on_disk(
         records_seen_by_snapshots(
-            records, snapshots, intervals=settings.status_intervals, min_distance_ms=settings.status_min_distance_ms
+            records,
+            snapshots,
+            intervals=settings.status_intervals,
+            min_distance_ms=settings.status_min_distance_ms,
+            hold=materialized,
         )
     )
     return seen, held_on_disk(metrics_reach.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))

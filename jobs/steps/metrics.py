@@ -42,6 +42,7 @@ def build_metrics(
         end_offsets,
         intervals=settings.status_intervals,
         min_distance_ms=settings.status_min_distance_ms,
+        hold=materialized,
     ).persist(StorageLevel.DISK_ONLY)
     try:
         lag_rows = store("lag", lag.lag(seen, end_offsets))

@@ -40,9 +40,13 @@ def inputs(spark):
     )
     offset_commits = commits(spark, _records())
     seen = records_seen_by_snapshots(
-        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS
+        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held
     ).localCheckpoint()
     return offset_commits, end_offsets, seen
+
+
+def _held(rows):
+    return rows.localCheckpoint()
 
 
 def _lag_and_status(commit_rows, end_offsets):

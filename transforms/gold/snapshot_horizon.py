@@ -22,6 +22,8 @@ order, and a ring must not reach across a dropped stretch of another life.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -31,16 +33,19 @@ _SNAPSHOT, _RECORD = 0, 1  # a snapshot sorts before the records of its bucket w
 
 
 def records_seen_by_snapshots(
-    offset_commits: DataFrame, end_offsets: DataFrame, *, intervals: int, min_distance_ms: int
+    offset_commits: DataFrame,
+    end_offsets: DataFrame,
+    *,
+    intervals: int,
+    min_distance_ms: int,
+    hold: Callable[[DataFrame], DataFrame],
 ) -> DataFrame:
     """offset_commits (silver) -> the visible records `lag` and `consumer_status` can see, with the
-    columns those two read (every column more would be carried through the sort)."""
+    columns those two read (every column more would be carried through the sort). `hold` computes a
+    frame once (one row per group partition, numbered: read twice, the numbers must not change)."""
     read_columns = [*filter_invisible_offset_records(offset_commits).columns, "txn_state"]
     visible = offset_commits.where(is_visible(F.col("txn_state"))).select(*read_columns)
-    tombstoned = F.broadcast(visible.where(F.col("is_tombstone")).select(*OFFSET_KEY).distinct())
-    whole = visible.join(tombstoned, on=list(OFFSET_KEY), how="left_semi")
-    plain = visible.join(tombstoned, on=list(OFFSET_KEY), how="left_anti")
-    return _near_snapshots(plain, end_offsets, intervals, min_distance_ms).unionByName(whole)
+    return _near_snapshots(visible, end_offsets, intervals, min_distance_ms, hold)
 
 
 def _bucket(at: str, min_distance_ms: int) -> Column:
@@ -48,42 +53,62 @@ def _bucket(at: str, min_distance_ms: int) -> Column:
 
 
 def _near_snapshots(
-    records: DataFrame, end_offsets: DataFrame, buckets_before_snapshot: int, min_distance_ms: int
+    records: DataFrame,
+    end_offsets: DataFrame,
+    buckets_before_snapshot: int,
+    min_distance_ms: int,
+    hold: Callable[[DataFrame], DataFrame],
 ) -> DataFrame:
     """The records in each snapshot's bucket and in the `buckets_before_snapshot` non-empty buckets before
-    it, of their group partition, found in one walk back in time over records and snapshots together."""
-    first_seen = records.groupBy(*OFFSET_KEY).agg(F.min("record_at").alias("first_record_at"))
+    it, of their group partition, found in one walk back in time over records and snapshots together;
+    every record of a group partition with a tombstone (they pass through the walk: they are few).
+
+    The walk sorts every record, so it is keyed by a number per group partition (not its four columns,
+    two of them strings compared on every step of the sort) and ordered by (bucket, kind) alone: the
+    records of one bucket all stand at the same place in it, whatever their order there.
+    """
+    first_seen = records.groupBy(*OFFSET_KEY).agg(
+        F.min("record_at").alias("first_record_at"), F.bool_or("is_tombstone").alias("is_kept_whole")
+    )
+    numbered = F.broadcast(hold(first_seen.withColumn("walk", F.monotonically_increasing_id())))
     snapshots = (
-        first_seen.join(end_offsets.select(*PARTITION, "observed_at"), on=list(PARTITION), how="inner")
-        .where(F.col("observed_at") >= F.col("first_record_at"))
-        .select(*OFFSET_KEY, F.col("observed_at").alias("at"), F.lit(_SNAPSHOT).alias("kind"))
+        numbered.join(end_offsets.select(*PARTITION, "observed_at"), on=list(PARTITION), how="inner")
+        .where((F.col("observed_at") >= F.col("first_record_at")) & ~F.col("is_kept_whole"))
+        .select("walk", _bucket("observed_at", min_distance_ms).alias("bucket"), F.lit(_SNAPSHOT).alias("kind"))
     )
     record = F.struct(*[name for name in records.columns if name not in OFFSET_KEY])
     stream_record_type = records.select(record.alias("record")).schema["record"].dataType
-    stream = records.select(
-        *OFFSET_KEY, F.col("record_at").alias("at"), F.lit(_RECORD).alias("kind"), record.alias("record")
-    ).unionByName(snapshots.withColumn("record", F.lit(None).cast(stream_record_type)))
-    walk_order = [
-        F.col("bucket").desc(),
-        F.col("kind"),
-        F.col("at").desc(),
-        F.col("record.source_partition").desc(),
-        F.col("record.source_offset").desc(),
-    ]
+    stream = (
+        records.join(numbered.select(*OFFSET_KEY, "walk", "is_kept_whole"), on=list(OFFSET_KEY), how="inner")
+        .select("walk", _bucket("record_at", min_distance_ms).alias("bucket"), F.lit(_RECORD).alias("kind"),
+            record.alias("record"), "is_kept_whole")
+        .unionByName(
+            snapshots.withColumns({"record": F.lit(None).cast(stream_record_type), "is_kept_whole": F.lit(False)})
+        )
+    )  # fmt: skip
+    walk_order = [F.col("bucket").desc(), F.col("kind")]
     # Buckets walked back so far, counted once per bucket: snapshots count too, but a snapshot is always
     # the first row of its bucket, so between a snapshot and the records below it only record buckets add.
-    buckets_walked = F.dense_rank().over(Window.partitionBy(*OFFSET_KEY).orderBy(F.col("bucket").desc()))
+    buckets_walked = F.dense_rank().over(Window.partitionBy("walk").orderBy(F.col("bucket").desc()))
     is_record = F.col("kind") == F.lit(_RECORD)
     walked_at_snapshot = F.last(F.when(~is_record, F.col("buckets_walked")), ignorenulls=True).over(
-        Window.partitionBy(*OFFSET_KEY).orderBy(*walk_order).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        Window.partitionBy("walk").orderBy(*walk_order).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     return (
-        stream.withColumn("bucket", _bucket("at", min_distance_ms))
+        stream
         # One sort serves both windows: the second one's order extends the first one's.
-        .repartition(*OFFSET_KEY)
-        .sortWithinPartitions(*OFFSET_KEY, *walk_order)
+        .repartition("walk")
+        .sortWithinPartitions("walk", *walk_order)
         .withColumn("buckets_walked", buckets_walked)
         .withColumn("walked_at_snapshot", walked_at_snapshot)
-        .where(is_record & (F.col("buckets_walked") - F.col("walked_at_snapshot") <= F.lit(buckets_before_snapshot)))
-        .select(*OFFSET_KEY, "record.*")
+        .where(
+            is_record
+            & (
+                F.col("is_kept_whole")
+                | (F.col("buckets_walked") - F.col("walked_at_snapshot") <= F.lit(buckets_before_snapshot))
+            )
+        )
+        .select("walk", "record.*")
+        .join(numbered.select("walk", *OFFSET_KEY), on="walk", how="inner")
+        .select(*records.columns)
     )
