@@ -147,9 +147,12 @@ def _write_decoded(
             "share_group_state": silver.filter_share_group_state(others),
             "quarantine": silver.filter_quarantine(others),
         }
-        # Commits in files by time: the later steps read the commits from a time on, and Delta then skips
-        # every file that ends before it.
-        outputs["offset_commits"] = outputs["offset_commits"].repartitionByRange(F.col("record_at"))
+        # Commits in files by partition, then time: the later steps read the commits from a time on, and
+        # Delta skips every earlier night's file that ends before it; history reads one partition from
+        # a time days back, and then skips the files of that night that hold other partitions.
+        outputs["offset_commits"] = outputs["offset_commits"].repartitionByRange(
+            F.col("source_partition"), F.col("record_at")
+        )
         for name in tables:
             replace_where = cluster_predicate(config.cluster) if replace else None
             write_noted(outputs[name], table_location(spark, config.table(name)), commit_note, replace_where)

@@ -19,13 +19,16 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from bench.generate import main as generate
 from jobs.runs import InvariantViolation, JobRun
 from jobs.segment_files import as_source_file, discover_partitions, read_paths
 from jobs.steps.decode import LANDING_TABLES, check_nothing_lost, decode
 from jobs.steps.ingest import ingest, inputs_may_repeat_records, read_partition_directories
 from jobs.watermarks import current_version
 from tests.conftest import PUBLIC_FIXTURES, REPO_ROOT
+from tests.generated_sample import SAMPLE_ARGS
 from tests.kafka_oracle import kafka_by_position, run_dump_log_segments
+from tests.scan_metrics import files_read_since, last_execution_id
 from transforms.bronze import arrow_batches
 
 DANIEL = PUBLIC_FIXTURES / "DanielMorales9__kafkafun" / "677fd1af" / "data" / "kafka"
@@ -324,3 +327,33 @@ def test_a_nights_check_fails_when_its_records_did_not_land_once_each(spark, spa
     spark.sql(f"DELETE FROM {commits} WHERE cluster = 'tampered-night' AND record_id = '{second}'")
     with JobRun(spark, config, "decode") as run, pytest.raises(InvariantViolation, match="landed twice"):
         check_nothing_lost(spark, config, run, own_records=(0, 0), landed_before=before)
+
+
+def test_commits_are_written_in_files_by_partition_then_time(spark, spark_config, tmp_path):
+    """History reads one `__consumer_offsets` partition's commits from a time days back (a group's floor):
+    Delta skips the files of the other partitions by their statistics, where files by time alone each
+    held every partition (the 50M-record night read every commit file for one partition)."""
+    sample = tmp_path / "generated"  # 40 groups committing side by side, in many partitions
+    generate([str(sample), *SAMPLE_ARGS])
+    config = replace(spark_config, cluster="layout", segment_paths=(str(sample / "segments"),))
+    several = {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    before = {name: spark.conf.get(name) for name in several}
+    for name, value in several.items():
+        spark.conf.set(name, value)
+    try:
+        run_nightly_steps(spark, config)
+    finally:
+        for name, value in before.items():
+            spark.conf.set(name, value)
+    commits = cluster_rows(spark, config, "offset_commits")
+    files = len(commits.inputFiles())
+    by_size = commits.groupBy("source_partition").count().orderBy("count").collect()
+    partition = by_size[len(by_size) // 2]["source_partition"]
+    since = commits.agg(F.min("record_at")).first()[0]
+
+    started = last_execution_id(spark)
+    one_partition = commits.where((F.col("source_partition") == partition) & (F.col("record_at") >= since)).count()
+    read = files_read_since(spark, started)["offset_commits"]
+
+    assert files >= 3 and one_partition == by_size[len(by_size) // 2]["count"]
+    assert read == [1], f"{read} of {files} files read for one partition"
