@@ -306,8 +306,8 @@ def test_the_same_night_twice_evaluates_nothing_again_and_changes_nothing(nights
 
 
 def test_a_night_of_new_snapshots_reads_only_the_commit_files_they_reach(nights):
-    """offset_commits is written in time order, so Delta skips the files before what a night evaluates again
-    (issue 16 §5: the plans prune); a night with nothing new reads none."""
+    """offset_commits is written by partition, then time, so Delta skips the earlier nights' files before what
+    a night evaluates again (issue 16 §5: the plans prune); a night with nothing new reads none."""
     _, results = nights
     new_snapshots, nothing_new = results[2][0], results[3][0]
     assert new_snapshots["offset_commits files"] >= 3
