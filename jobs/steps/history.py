@@ -4,10 +4,11 @@ what-if replay of every rebalance through Kafka's assignors, idle capacity, and 
 Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
 A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
 alter (transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every
-other group keeps its rows. A touched group is framed again from all its group records (few), but its
-settled rebalances are kept as the table holds them and the others read only the commits from where
-their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for the
-night's stretch of history, not for all of it. With no note, a feed that does not reach
+other group keeps its rows. A touched classic group is framed again from a row of the table on, its
+rows before that kept (transforms/gold/frames.py); a KIP-848, share or streams group from all its group
+records. Settled rebalances are kept as the table holds them and the others read only the commits from
+where their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for
+the night's stretch of history, not for all of it. With no note, a feed that does not reach
 back, or `--full`, the cluster is rebuilt from scratch (and noted).
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs import history_writes
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
 from jobs.history_commits import commit_times_read_by
@@ -30,16 +32,13 @@ from jobs.tables import (
     Materialize,
     cluster_rows,
     ensure_table,
-    gold_rows,
     held_on_disk,
     materialized,
-    sql_string_literal,
     table_location,
 )
 from jobs.watermarks import (
     ChangesUnavailable,
     changes_since,
-    cluster_predicate,
     covered_versions,
     current_version,
     note,
@@ -50,6 +49,7 @@ from transforms.gold import (
     assignment_math,
     departures,
     epochs,
+    frames,
     frequency,
     generations,
     idle,
@@ -64,9 +64,6 @@ from transforms.gold import (
 from transforms.gold.generations import GROUP, REBALANCE
 
 STEP = "history"
-# Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
-# rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
-MAX_LISTED_GROUPS = 1000
 # The tables whose rows of a settled rebalance are kept as they are, besides rebalances.
 SETTLED_ROWS = ("partition_movements", "rebalance_whatif")
 GROUP_RECORD_TABLES = ("group_metadata", "group_members", "consumer_group_records")
@@ -81,6 +78,7 @@ def build_history(
     topic_names: DataFrame | None = None,
     settled: Mapping[str, DataFrame] | None = None,
     silent: DataFrame | None = None,
+    taken_up: frames.TakenUp | None = None,
     progress: Callable[[str], None] = lambda detail: None,
 ) -> None:
     """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
@@ -89,8 +87,10 @@ def build_history(
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
     group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
     rebalance rows kept as they are (transforms/gold/resume.py); the others read commits from their
-    groups' floors, past the spans `silent` (`progress` hears from where)."""
+    groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: classic groups
+    framed from a row of the table on (transforms/gold/frames.py)."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
+    taken_up = taken_up or frames.nothing_taken_up(offset_commits.sparkSession)
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
         # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time.
@@ -100,12 +100,27 @@ def build_history(
     # disk, as the other large frames here: in the heap they took a 50M-record night's aggregations' memory.
     silver = {name: held_on_disk(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
-    all_generations = generations.classic_generations(silver["group_metadata"], silver["group_members"]).unionByName(
-        epochs.consumer_group_generations(group_records, names)
+    classic = generations.classic_generations(
+        *(frames.in_frames(silver[name], taken_up.frames) for name in ("group_metadata", "group_members"))
+    )
+    all_generations = (
+        frames.continued(classic, taken_up.frames)
+        .unionByName(taken_up.generations)
+        .unionByName(epochs.consumer_group_generations(group_records, names))
     )
     gens = store("generations", all_generations)
-    assignments = store("generation_assignments", generations.explode_generation_assignments(gens))
-    framed = held_on_disk(rebalances.logical_rebalances(gens, assignments, settings.cooperative_round_gap_ms))
+    framed_gens = held_on_disk(frames.in_frames(gens, taken_up.frames))
+    assignments = store(
+        "generation_assignments",
+        generations.explode_generation_assignments(framed_gens).unionByName(taken_up.assignments),
+    )
+    framed = held_on_disk(
+        rebalances.logical_rebalances(
+            framed_gens,
+            assignments.join(framed_gens.select(*REBALANCE), on=list(REBALANCE), how="left_semi"),
+            settings.cooperative_round_gap_ms,
+        )
+    )
     members = store("streams_members", streams_members.streams_members(gens, group_records))
     commits = offsets.filter_uncounted_commits(offset_commits)
     share_member_records = epochs.share_member_records(group_records)
@@ -114,7 +129,8 @@ def build_history(
         # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
         commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, commits))
     else:
-        keys = settled["rebalances"].join(framed.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
+        framed_or_before = framed.select(*REBALANCE).unionByName(frames.settled_by_frames(gens, taken_up.frames))
+        keys = settled["rebalances"].join(framed_or_before, on=list(REBALANCE), how="left_semi")
         kept = {
             name: rows.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
             for name, rows in settled.items()
@@ -204,11 +220,6 @@ def touched_groups(changes: Mapping[str, DataFrame], history: Mapping[str, DataF
     return result.distinct()
 
 
-def _group_predicate(config: Config, group_ids: list[str]) -> str:
-    listed = ", ".join(sql_string_literal(group_id) for group_id in sorted(group_ids))
-    return f"{cluster_predicate(config.cluster)} AND group_id IN ({listed})"
-
-
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     for name in HISTORY_TABLES:  # change feed on: the metrics step can follow what history rewrote
         ensure_table(spark, config.table(name), gold.GOLD_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
@@ -234,7 +245,9 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
         ).count()
         run.progress(STEP, f"rebuilding all {run.counts['groups_rebuilt']:,} groups of the cluster")
-        build_history(silver, topic_ids, settings, _cluster_store(spark, config, commit_note), topic_names=names)
+        build_history(
+            silver, topic_ids, settings, history_writes.cluster_store(spark, config, commit_note), topic_names=names
+        )
         run.count_tables(HISTORY_TABLES)
         return
     if "offset_commits" in changes:  # nearly all the night's rows: read once, by group partition
@@ -252,12 +265,12 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         resume.change_starts(list(changes.values()), changes.get("offset_commits", _no_commits(spark)), groups)
     )
     touched_rebalances = history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi")
-    settled = materialized(  # read before the run rewrites generations (and rebalances)
-        resume.settled_rebalances(
-            touched_rebalances, history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"), starts
-        )
-    )
+    # Read before the run rewrites generations (and rebalances).
+    touched_generations = held_on_disk(history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"))
+    settled = materialized(resume.settled_rebalances(touched_rebalances, touched_generations, starts))
     silent = materialized(resume.silent_spans(touched_rebalances, starts))
+    taken_up = history_writes.taken_up(spark, config, touched_generations, touched_rebalances, settled, starts)
+    run.counts["generations_kept"] = taken_up.generations.count()
     run.counts["rebalances_kept"] = settled.count()
     kept = {
         name: materialized(
@@ -265,7 +278,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         )
         for name in SETTLED_ROWS
     }
-    store = _groups_store(spark, config, commit_note, groups, count)
+    store = history_writes.groups_store(spark, config, commit_note, groups, count)
     build_history(
         silver,
         topic_ids,
@@ -275,38 +288,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         topic_names=names,
         settled={"rebalances": settled, **kept},
         silent=silent,
+        taken_up=taken_up,
         progress=lambda detail: run.progress(STEP, detail),
     )
     run.count_tables(HISTORY_TABLES)
-
-
-def _cluster_store(spark: SparkSession, config: Config, commit_note: str) -> Materialize:
-    """Replaces the cluster's rows of each table; returns them as read back (short lineage)."""
-
-    def store(name: str, rows: DataFrame) -> DataFrame:
-        location = table_location(spark, config.table(name))
-        write_noted(gold_rows(name, rows), location, commit_note, cluster_predicate(config.cluster))
-        return cluster_rows(spark, config, name)
-
-    return store
-
-
-def _groups_store(spark: SparkSession, config: Config, commit_note: str, groups: DataFrame, count: int) -> Materialize:
-    """Replaces the rows of `groups` in each table (the others stay); returns theirs as read back."""
-    listed = count <= MAX_LISTED_GROUPS
-    predicate = (
-        _group_predicate(config, [row["group_id"] for row in groups.collect()])
-        if listed
-        else cluster_predicate(config.cluster)
-    )
-
-    def store(name: str, rows: DataFrame) -> DataFrame:
-        location = table_location(spark, config.table(name))
-        rebuilt = gold_rows(name, rows)
-        if not listed:
-            kept = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_anti")
-            rebuilt = materialized(kept.unionByName(rebuilt))
-        write_noted(rebuilt, location, commit_note, predicate)
-        return cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
-
-    return store

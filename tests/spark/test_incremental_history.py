@@ -8,14 +8,15 @@ it stood at a moment) and appended night by night to real Delta silver tables wi
 the way the incremental decode appends them; the history step runs after each night. Along the way:
 - night 1 ends between the two rounds of a cooperative rebalance, inside the KIP-848 handover, and
   inside a streams epoch and a share epoch (after their targets, before most members reached them);
-- night 2 completes the rounds, appends transactional commits as pending, goes on with the handover and
-  ends inside the streams and share groups' next epochs;
+- night 2 completes the rounds and brings the group's next cooperative rebalance, appends transactional
+  commits as pending, goes on with the handover and ends inside the streams and share groups' next epochs;
 - night 3 resolves the transactions (a Delta UPDATE of txn_state, as decode does when the marker comes),
   brings a late backup of a partition's oldest records, forgets a group (its silver rows deleted), ends
-  the handover, brings commits that no rebalance reads (their group is not rebuilt), the streams and
-  share groups' last epochs, a second streams group from creation to deletion, and the rest of a second
-  share group up to its deletion;
-- night 4 brings nothing new: the same run as night 3's again.
+  the handover, brings the cooperative group's last generations (it is framed from a row of the table:
+  transforms/gold/frames.py), the streams and share groups' last epochs, a second streams group from
+  creation to deletion, and the rest of a second share group up to its deletion;
+- night 4 brings commits that no rebalance reads (their group is not rebuilt);
+- night 5 brings nothing new: the same run as night 4's again.
 Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
 and column by column, what `--full` (a rebuild from scratch over the same silver) gives.
 """
@@ -29,6 +30,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs import history_writes
 from jobs.config import load_config
 from jobs.history_topic_names import TABLE as TOPIC_NAMES
 from jobs.runs import JobRun
@@ -45,7 +47,7 @@ from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_
 DATABASE = "groupscope_incremental_history"
 CLUSTER = "nights"
 SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle", "streams", "share")
-NIGHTS = 4
+NIGHTS = 5
 NEVER = 99  # the night of rows a scenario never appends (none today; keeps night_of total)
 
 
@@ -62,8 +64,9 @@ def night_of() -> Column:
     partition, offset = F.col("source_partition"), F.col("source_offset")
     return (
         # cooperative-sticky: generation 2 (offset 12) revokes, 3 (13) assigns: the two rounds fall on
-        # two nights. After offset 24 (its last group record) only commits.
-        F.when(partition == 37, _night(offset, [(1, 12), (2, 24), (3, 10**9)]))
+        # two nights. Night 2 ends after the next rebalance's rounds (4 and 5); night 3 brings generations
+        # 6 and 7 (offset 24, its last group record). After it only commits.
+        F.when(partition == 37, _night(offset, [(1, 12), (2, 15), (3, 24), (4, 10**9)]))
         # kip848-handover: night 1 ends after the newcomer's first current assignment (11), before the
         # old member releases (16, 17); night 2 ends on the next epoch's bump (20), before its target.
         .when(partition == 27, _night(offset, [(1, 11), (2, 20), (3, 10**9)]))
@@ -184,13 +187,13 @@ def _run_nights(spark, config):
             resolve_transactions(spark, config, lab)
         if night == 3:
             forget(spark, config, FORGOTTEN_GROUP)
-        listed = history_step.MAX_LISTED_GROUPS
+        listed = history_writes.MAX_LISTED_GROUPS
         if night == 3:  # more groups touched than listed: the run rewrites the cluster, keeping the others
-            history_step.MAX_LISTED_GROUPS = 1
+            history_writes.MAX_LISTED_GROUPS = 1
         try:
             counts = run_history(spark, config)
         finally:
-            history_step.MAX_LISTED_GROUPS = listed
+            history_writes.MAX_LISTED_GROUPS = listed
         results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config)))
     return config, lab, results
 
@@ -203,11 +206,11 @@ def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(
     # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new),
     #    streams-lab and share-lab (new records).
     # 3: handover-1 (its end), txn-app (its commits resolved: its leaving member's departure reads them),
-    #    life-empty (a backup of its oldest records), life-expired (forgotten), streams-lab,
-    #    streams-lab-deleted, share-lab and share-lab-deleted (new records); not cooperative-sticky, whose
-    #    new commits come after the commits any of its rebalances reads.
-    # 4: nothing new.
-    assert rebuilt == [9, 6, 8, 0]
+    #    life-empty (a backup of its oldest records), life-expired (forgotten), cooperative-sticky,
+    #    streams-lab, streams-lab-deleted, share-lab and share-lab-deleted (new records).
+    # 4: none: cooperative-sticky's new commits come after the commits any of its rebalances reads.
+    # 5: nothing new.
+    assert rebuilt == [9, 6, 9, 0, 0]
     kept = [counts.get("rebalances_kept", 0) for counts, *_ in results]
     print("rebalances kept per night:", kept)
     # The rebuilt groups' settled rebalances are kept, not recomputed (none on night 1: no table yet);
@@ -219,9 +222,9 @@ def test_later_nights_name_topic_ids_from_the_kept_pairs_and_their_own_commits(n
     """The streams groups' commits carry topic ids (night 1 and night 3 bring some); the forget of night 3
     deletes commits without one, so no pair can be gone: every later night continues from the table."""
     _, _, results = nights
-    assert [counts["commit_topic_names_continued"] for counts, *_ in results] == [0, 1, 1, 1]
+    assert [counts["commit_topic_names_continued"] for counts, *_ in results] == [0, 1, 1, 1, 1]
     pairs = [len(tables[TOPIC_NAMES]) for _, tables, _ in results]
-    assert 0 < pairs[0] <= pairs[2] == pairs[3], pairs
+    assert 0 < pairs[0] <= pairs[2] == pairs[3] == pairs[4], pairs
 
 
 def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalance(nights):
@@ -235,7 +238,7 @@ def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalanc
 
 def test_a_night_with_nothing_new_changes_nothing(nights):
     _, _, results = nights
-    assert results[3][1] == results[2][1]
+    assert results[4][1] == results[3][1]
 
 
 def test_a_full_run_gives_the_same_tables(spark, nights):
@@ -276,3 +279,14 @@ def test_share_groups_follow_their_epochs_across_nights(nights):
     assert 0 < sum(share_lab in row for row in night_one) < sum(share_lab in row for row in last)
     assert any(deleted in row and "('state', 'deleted')" in row for row in last)
     assert not any(deleted in row and "('state', 'deleted')" in row for row in night_one)
+
+
+def test_a_classic_group_is_taken_up_from_a_row_of_the_table(nights):
+    """cooperative-sticky on night 3: its changes start at generation 6. Its rebalances closing at 1 and 3
+    are settled (two later generations, 4 and 5, before the changes); the one closing at 5 (rounds 4, 5)
+    is computed again, so the group is framed from that one's `before`, generation 3: the rows of
+    generations 0, 1 and 2 are kept as the table holds them (the full run's equality above shows them
+    right). On night 2 its first rebalance is not settled yet: framed from its first row, nothing kept."""
+    _, _, results = nights
+    kept = [counts.get("generations_kept", 0) for counts, *_ in results]
+    assert kept == [0, 0, 3, 0, 0], kept

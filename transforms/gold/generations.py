@@ -179,6 +179,11 @@ def _generation_rows(records: DataFrame) -> DataFrame:
     )
 
 
+def skipped_generations(generation: Column, previous: Column) -> Column:
+    """Generation numbers between a row and the one before it: rounds that never completed."""
+    return F.when(generation.isNotNull() & previous.isNotNull(), F.greatest(generation - previous - 1, F.lit(0)))
+
+
 def with_generation_sequence(rows: DataFrame) -> DataFrame:
     """Adds state, previous_generation and skipped_generation_count, ordering generations by the log."""
     previous = F.lag("generation").over(log_window(*INCARNATION))
@@ -189,9 +194,7 @@ def with_generation_sequence(rows: DataFrame) -> DataFrame:
             .when(F.size("members") > 0, F.lit(STATE_STABLE))
             .otherwise(F.lit(STATE_EMPTY)),
             "previous_generation": previous,
-            "skipped_generation_count": F.when(
-                ~is_deleted & previous.isNotNull(), F.greatest(F.col("generation") - previous - 1, F.lit(0))
-            ),
+            "skipped_generation_count": skipped_generations(F.col("generation"), previous),
             "member_count": F.size("members"),
         }
     ).select(*[field.name for field in gold.generations_schema.fields])
