@@ -195,3 +195,27 @@ def held_on_disk(rows: DataFrame) -> DataFrame:
     """`materialized` for a night's worth of rows: kept on the executors' local disk rather than in their
     heap, where millions of rows crowd out the sorts and windows that read them."""
     return rows.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+
+
+def held_frames(spark: SparkSession) -> dict[int, object]:
+    """The frames the session holds (materialized, held_on_disk) by RDD id; Delta's own cached table
+    states are not among them (Delta drops those itself). None seen through Spark Connect."""
+    if is_connect(spark):
+        return {}
+    persistent = spark.sparkContext._jsc.getPersistentRDDs()
+    held = {int(rdd_id): persistent.get(rdd_id) for rdd_id in persistent.keySet().toArray()}
+    return {rdd_id: rdd for rdd_id, rdd in held.items() if rdd.rdd().isCheckpointed()}
+
+
+@contextmanager
+def releasing_held(spark: SparkSession) -> Iterator[None]:
+    """Frees the frames a step held once it ends: no later step reads them, and in memory they left the
+    next step's sorts too little of the heap (a 108M-record `--full` ran out of it in metrics after
+    history). What was held before the step stays held."""
+    before = set(held_frames(spark))
+    try:
+        yield
+    finally:
+        for rdd_id, rdd in held_frames(spark).items():
+            if rdd_id not in before:
+                rdd.unpersist(False)

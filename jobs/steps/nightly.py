@@ -3,6 +3,8 @@ then a summary."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import SparkSession
 
 from jobs.config import DEFAULT_ENV_FILE, REPO_ROOT, Config, resolve_path
@@ -17,7 +19,7 @@ from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
 from jobs.steps.report import nightly_report
 from jobs.steps.views import create_views
-from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows
+from jobs.tables import HISTORY_TABLES, METRICS_TABLES, cluster_rows, releasing_held
 from schemas.metrics_carry import metrics_carry_schema
 from schemas.share_gold import SHARE_SCHEMAS
 
@@ -53,24 +55,28 @@ def _environment_option(config: Config) -> str:
 
 
 def nightly(spark: SparkSession, config: Config, run: JobRun) -> None:
+    def step(name: str, action: Callable[[], object], detail: str = "") -> None:
+        run.progress(name, detail)
+        with releasing_held(spark):  # the next step's sorts get the heap the frames of this one took
+            action()
+
     if capture_configured(config):
-        run.progress("capture")
-        capture(spark, config, run)
-        run.progress("end_offsets", "live snapshot")
-        write_end_offsets(spark, config, run, live_end_offsets(spark, config, run))
-    run.progress("ingest")
-    ingest(spark, config, run)
+        step("capture", lambda: capture(spark, config, run))
+        step(
+            "end_offsets",
+            lambda: write_end_offsets(spark, config, run, live_end_offsets(spark, config, run)),
+            "live snapshot",
+        )
+    step("ingest", lambda: ingest(spark, config, run))
     end_offset_files = [resolve_path(path) for path in config.section("end_offsets").get("files", [])]
     if end_offset_files:
-        run.progress("end_offsets", f"from {len(end_offset_files)} file path(s)")
-        write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files))
-    run.progress("decode")
-    decode(spark, config, run)
-    run.progress("history")
-    history(spark, config, run)
-    run.progress("metrics")
-    metrics(spark, config, run)
-    run.progress("views")
-    create_views(spark, config)
-    nightly_report(spark, config, run)
+        step(
+            "end_offsets",
+            lambda: write_end_offsets(spark, config, run, load_end_offset_files(spark, end_offset_files)),
+            f"from {len(end_offset_files)} file path(s)",
+        )
+    step("decode", lambda: decode(spark, config, run))
+    step("history", lambda: history(spark, config, run))
+    step("metrics", lambda: metrics(spark, config, run))
+    step("views", lambda: (create_views(spark, config), nightly_report(spark, config, run)))
     print(summary(spark, config, run.counts), flush=True)

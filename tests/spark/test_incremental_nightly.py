@@ -38,7 +38,7 @@ from jobs.raw_changes import retire
 from jobs.runs import JOB_RUNS, JobRun
 from jobs.segment_files import read_paths
 from jobs.steps.nightly import nightly, summary
-from jobs.tables import HISTORY_TABLES, METRICS_TABLES, RAW_RECORDS
+from jobs.tables import HISTORY_TABLES, METRICS_TABLES, RAW_RECORDS, held_frames
 from jobs.watermarks import current_version
 from tests import log_cuts
 from tests.conftest import REPO_ROOT
@@ -112,8 +112,11 @@ def night_config(spark_config, database: str, segment_paths, offsets_dir: Path, 
 def run_nightly(spark, config) -> dict:
     """One nightly in this session, as `spark-submit.sh nightly` runs it; its job_runs counts."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.database}")
+    held_before = set(held_frames(spark))
     with JobRun(spark, config, "nightly") as run:
         nightly(spark, config, run)
+    # Each step releases the frames it held: a later step's sorts get the heap (jobs.tables.releasing_held).
+    assert set(held_frames(spark)) <= held_before, "a nightly left frames held"
     (row,) = spark.table(config.table(JOB_RUNS)).where(F.col("run_id") == run.run_id).collect()
     assert row.outcome == "succeeded", row.message
     return json.loads(row.counts_json)
