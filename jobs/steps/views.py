@@ -27,6 +27,17 @@ VIEWS = (
     "whatif_summary",
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TABLE_REFERENCE = re.compile(re.escape(DATABASE_PLACEHOLDER) + r"\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class ViewInputMissing(RuntimeError):
+    """The warehouse lacks a table the views read: the nightly has not written it yet."""
+
+
+def tables_read(name: str) -> set[str]:
+    """The tables (not views) sql/<name>.sql reads."""
+    template = (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+    return set(TABLE_REFERENCE.findall(template)) - set(VIEWS)
 
 
 def database_identifier(database: str) -> str:
@@ -56,6 +67,10 @@ def create_views(spark: SparkSession, config: Config) -> list[str]:
     # groupscope wrote has no what-if or capacity tables until its next history run.
     for name, schema in {**SHARE_SCHEMAS, **WHATIF_SCHEMAS}.items():
         ensure_table(spark, config.table(name), schema, partition_by=("cluster",))
+    read = set().union(*(tables_read(name) for name in VIEWS))
+    missing = sorted(name for name in read if not spark.catalog.tableExists(config.table(name)))
+    if missing:  # else Spark's analysis error, hundreds of lines of plan, for what one line can say
+        raise ViewInputMissing(f"{config.database} has no {', '.join(missing)} yet: run the nightly first")
     created = []
     for name in VIEWS:
         statement = view_statement(name, config.database)
