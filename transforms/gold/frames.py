@@ -13,7 +13,9 @@ holds them. The frame row is the earliest of
   when it has none (an incarnation's first, whose first round is the incarnation's first row);
 - the last two rows recorded before the group's changes (the rows the changes can extend).
 So every rebalance the run computes is framed as from the group's beginning, and the rebalance closing
-at the frame row, like every one before it, is settled: kept as the table holds it.
+at the frame row, like every one before it, is settled: kept as the table holds it. The frame row closes
+a rebalance in the frame as it does in the whole history: a revoke round needs partitions still pending
+from the generation before, which the frame lacks, so the test can only turn false there, never true.
 
 KIP-848, share and streams records are deltas of their members' state: those groups are framed from their
 first record still, as is a group with a row outside its changes' partition, or changes without a place.
