@@ -85,7 +85,7 @@ def discover_partitions(paths: Sequence[str | PathLike[str]]) -> list[list[str]]
         for file in files:
             by_directory.setdefault(file.rsplit("/", 1)[0], []).append(file)
     return [
-        sorted(set(by_directory[directory]), key=_segment_order)
+        sorted(set(by_directory[directory]), key=segment_order)
         for directory in sorted(by_directory, key=_directory_order)
     ]
 
@@ -97,7 +97,7 @@ def _directory_order(directory: str) -> tuple:
     return (False, COORDINATOR_TOPICS.index(found[0]), found[1], directory)
 
 
-def _segment_order(path: str) -> tuple:
+def segment_order(path: str) -> tuple:
     """Segment files sort by the base offset in their 20-digit names; other names after them, by path."""
     base_offset = segment_base_offset(path)
     return (0, base_offset, path) if base_offset is not None else (1, 0, path)
@@ -140,7 +140,7 @@ def read_partition_files(files: Sequence[str], starts: Mapping[str, int] | None 
     a file in `starts` from that batch boundary on."""
     starts = starts or {}
     return read_partition(
-        (path, read_file_bytes(path), starts.get(path, 0)) for path in sorted(map(str, files), key=_segment_order)
+        (path, read_file_bytes(path), starts.get(path, 0)) for path in sorted(map(str, files), key=segment_order)
     )
 
 

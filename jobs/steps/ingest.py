@@ -18,6 +18,7 @@ from jobs.ingest_plan import FileRead, ReadPlan, holds_other_sources, plan_reads
 from jobs.raw_changes import RESOLVED_COLUMNS, merge_resolved_transactions
 from jobs.runs import JobRun
 from jobs.segment_files import as_source_file, discover_partitions, is_uri, read_partition_files
+from jobs.segment_reader import jvm_reads, jvm_rows
 from jobs.tables import (
     RAW_RECORDS,
     broadcast_joins_off,
@@ -46,21 +47,27 @@ def read_partition_directories(
     One task per directory reads its files itself, in log order (so transaction markers apply across
     its segments), and streams its records out in bounded batches: file contents never pass through
     Spark rows or a shuffle, so neither the JVM nor Python holds more than one file and one batch.
+    A clean partition is read by the JVM, any other by the Python reader (jobs.segment_reader).
     A `FileRead` reads a file on from where an earlier run left it: of the records it re-reads, only
     those whose transaction has resolved since come out again.
     """
     partitions = [[read if isinstance(read, FileRead) else FileRead(read) for read in files] for files in partitions]
+    by_jvm = jvm_reads(spark, partitions)
+    by_python = [reads for index, reads in enumerate(partitions) if index not in by_jvm]
 
     def read_tasks(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for task_batch in tasks:
             for task in task_batch.column("id").to_pylist():
-                reads = {read.path: read for read in partitions[task]}
+                reads = {read.path: read for read in by_python[task]}
                 records = read_partition_files(list(reads), {path: read.start for path, read in reads.items()})
                 fresh = (record for record in records if _is_news(record, reads[record.source_file]))
                 yield from arrow_batches(fresh, cluster, capture_run_id, records_per_batch)
 
-    tasks = spark.range(0, len(partitions), 1, numPartitions=max(len(partitions), 1))
-    return with_record_at(tasks.mapInArrow(read_tasks, raw_rows_schema))
+    frames = [jvm_rows(spark, by_jvm, cluster, capture_run_id)] if by_jvm else []
+    if by_python or not frames:
+        tasks = spark.range(0, len(by_python), 1, numPartitions=max(len(by_python), 1))
+        frames.append(tasks.mapInArrow(read_tasks, raw_rows_schema))
+    return with_record_at(functools.reduce(DataFrame.unionByName, frames))
 
 
 def _is_news(record: LogRecord, read: FileRead) -> bool:
