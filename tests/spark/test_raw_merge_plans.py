@@ -1,6 +1,6 @@
 """The merge of records read from segment files into raw_records plans no broadcast join.
 
-Spark sizes a read of segment files by its list of tasks (one row per partition directory), so it took
+Spark sizes the Python reader's read of segment files by its list of tasks (one row per partition directory), so it took
 any such read for a few bytes and broadcast it: on a catch-up night of 46M records the merge filled the
 driver's heap and the nightly failed (bench/README.md). The plans are read from Spark's own record of
 the executions the merge ran (its SQL status store, kept with the UI off too).
@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from bench.batch_builder import COMMIT, TIMESTAMP_MS, Rec, batch_v2, control_batch
 from bench.records import offset_commit_key, offset_commit_value
+from jobs.segment_reader import READER_CONF
 from jobs.steps.ingest import merge_raw_rows, read_partition_directories
 from jobs.tables import RAW_RECORDS, ensure_table
 from schemas.bronze import raw_records_schema
@@ -43,7 +44,11 @@ def test_records_read_from_segments_are_merged_without_a_broadcast(spark, spark_
     config = replace(spark_config, cluster="raw-merge-plans")
     table = config.table(RAW_RECORDS)
     ensure_table(spark, table, raw_records_schema, partition_by=("cluster",), change_feed=True)
-    rows = read_partition_directories(spark, [[str(segment)]], config.cluster, "run-1")
+    spark.conf.set(READER_CONF, "python")  # the JVM's source is sized unknown (too large to broadcast)
+    try:
+        rows = read_partition_directories(spark, [[str(segment)]], config.cluster, "run-1")
+    finally:
+        spark.conf.unset(READER_CONF)
     assert rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes() < 10 * 2**20  # taken for small
     before = max((execution_id for execution_id, _ in _executions(spark)), default=-1)
 

@@ -70,9 +70,7 @@ def test_a_file_read_on_from_a_batch_gives_the_same_rows(spark):
     """Reads on from where an earlier run left a file (start, known through, first pending), at real batches."""
     rng = random.Random(7)
     partitions = [reads for reads in _partitions(CAPTURES) if "__consumer_offsets" in reads[0].path]
-    with_transactions = [
-        reads for reads in partitions if any(is_txn for _, is_txn in _batch_positions(reads[-1].path))
-    ]
+    with_transactions = [reads for reads in partitions if any(is_txn for _, is_txn in _batch_positions(reads[-1].path))]
     assert len(with_transactions) >= 3
     reads_on = []
     for reads in with_transactions:
