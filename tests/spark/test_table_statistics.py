@@ -55,7 +55,8 @@ def test_a_new_raw_table_keeps_statistics_of_its_filtered_columns_only(spark, da
     assert properties[CHANGE_FEED_PROPERTY] == "true"
 
     _one_raw_row(spark).write.format("delta").mode("append").saveAsTable(name)
-    # source_file and record_id hold values too: Delta's default would have kept theirs.
+    # record_id holds a value too, and is among the first 8 columns the default keeps; source_kind and
+    # capture_run_id are not.
     assert _last_file_statistics(spark, name) == set(STATS_COLUMNS["raw_records"])
 
 
@@ -79,4 +80,5 @@ def test_other_tables_keep_deltas_default_statistics(spark, database):
     ensure_table(spark, name, raw_records_schema, partition_by=("cluster",))
     assert STATS_COLUMNS_PROPERTY not in _properties(spark, name)
     _one_raw_row(spark).write.format("delta").mode("append").saveAsTable(name)
-    assert {"record_id", "source_file", "source_kind"} <= _last_file_statistics(spark, name)
+    # The shipped default (conf/defaults.toml): the first 8 columns, record_id's unique strings among them.
+    assert "record_id" in _last_file_statistics(spark, name)
