@@ -1,6 +1,6 @@
 """Where a nightly's time goes, step by step, from Spark's event log and the job's progress lines.
 
-    .venv/bin/python -m bench.event_log EVENT_LOG JOB_LOG [--top 8]
+    .venv/bin/python -m bench.event_log EVENT_LOG JOB_LOG [--top 8] [--timeline STEP]
 
 Run the nightly with `"spark.eventLog.enabled" = "true"` and `"spark.eventLog.dir" = "file:///some/dir"`
 in its config's [spark.conf] (a rolled v2 log is a directory of events_N_* files, zstd-compressed: pass the
@@ -10,8 +10,10 @@ started, the time with at least one job running, the task-seconds (the sum of ta
 2-core machine at most twice the time with a job running), and the time with no job running: the driver
 alone (planning, Delta commits and snapshots, the metastore, Python). Then each step's SQL executions
 with the most task-seconds, each outlined by its plan (the operators that sort or move every row, and
-the tables it scans: plan_outline), which is usually enough to find its code. The sixth and
-nineteenth sessions' profiles in bench/README.md were made this way.
+the tables it scans: plan_outline), which is usually enough to find its code. `--timeline STEP` then
+lists every execution of that step in the order it ran, with the driver's gap before each: where a
+step's time goes when it is spread over many small queries (the twenty-fourth session's night 7). The
+sixth and nineteenth sessions' profiles in bench/README.md were made this way.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ STEP_LINE = re.compile(r"^\[\w+\s+([\d.]+)s\] (\w+)$")
 class EventLog:
     first_job_at_ms: int | None = None
     jobs: dict[int, list[int | None]] = field(default_factory=dict)  # id -> [submitted, completed]
+    job_execution: dict[int, int | None] = field(default_factory=dict)
     tasks: list[tuple[int, int, int]] = field(default_factory=list)  # (launched, finished, stage)
     stage_execution: dict[int, int | None] = field(default_factory=dict)
     executions: dict[int, tuple[int, int | None, str]] = field(default_factory=dict)  # id -> (start, root, text)
@@ -98,6 +101,7 @@ def read_event_log(lines: Iterator[str]) -> EventLog:
         if kind == "SparkListenerJobStart":
             execution = event.get("Properties", {}).get("spark.sql.execution.id")
             log.jobs[event["Job ID"]] = [event["Submission Time"], None]
+            log.job_execution[event["Job ID"]] = int(execution) if execution else None
             for stage in event["Stage Infos"]:
                 log.stage_execution[stage["Stage ID"]] = int(execution) if execution else None
             if log.first_job_at_ms is None:
@@ -165,11 +169,50 @@ def step_rows(log: EventLog, starts: list[tuple[str, float]], run_end: float, st
     return rows
 
 
+def timeline(log: EventLog, low_ms: float, high_ms: float) -> list[dict]:
+    """The executions (with those run under them) whose jobs started in [low_ms, high_ms), in the order
+    they started: first job's start, last job's end, jobs, task milliseconds. The gaps between them are
+    the driver alone; a step's many small executions show as many short rows with gaps."""
+    spans: dict[int | None, dict] = {}
+    for job_id, (submitted, completed) in log.jobs.items():
+        if completed is None or not low_ms <= submitted < high_ms:
+            continue
+        execution = _root(log, log.job_execution.get(job_id))
+        span = spans.setdefault(execution, {"execution": execution, "start_ms": submitted, "end_ms": completed,
+                                            "jobs": 0, "task_ms": 0})  # fmt: skip
+        span["start_ms"], span["end_ms"] = min(span["start_ms"], submitted), max(span["end_ms"], completed)
+        span["jobs"] += 1
+    for launched, finished, stage in log.tasks:
+        execution = _root(log, log.stage_execution.get(stage))
+        if execution in spans and low_ms <= launched < high_ms:
+            spans[execution]["task_ms"] += finished - launched
+    return sorted(spans.values(), key=lambda span: span["start_ms"])
+
+
+def print_timeline(log: EventLog, step: str, starts: list[tuple[str, float]], run_end: float, started_ms: int) -> None:
+    bounds = dict(starts)
+    later = [at for name, at in starts if at > bounds[step]]
+    low, high = started_ms + bounds[step] * 1000, started_ms + (min(later) if later else run_end) * 1000
+    print(f"\n{step}: its executions in order (s from the step's start; gap: the driver alone before it)")
+    previous_end = low
+    for span in timeline(log, low, high):
+        gap = max(0.0, span["start_ms"] - previous_end) / 1000
+        previous_end = max(previous_end, span["end_ms"])
+        execution = span["execution"]
+        outline = outline_text(log, execution) if execution is not None else "-"
+        at, wall = (span["start_ms"] - low) / 1000, (span["end_ms"] - span["start_ms"]) / 1000
+        print(
+            f"{at:7.1f}s  gap {gap:5.1f}s  wall {wall:6.1f}s  jobs {span['jobs']:3}"
+            f"  task-s {span['task_ms'] / 1000:6.1f}  execution {execution}: {outline}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("event_log", type=Path)
     parser.add_argument("job_log", type=Path)
     parser.add_argument("--top", type=int, default=8, help="executions shown per step")
+    parser.add_argument("--timeline", choices=STEPS, help="then every execution of this step, in order")
     args = parser.parse_args(argv)
     job_log = args.job_log.read_text()
     starts = step_starts(job_log)
@@ -193,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         for execution, ms in row["top"][: args.top]:
             text = log.executions[execution][2]
             print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}  [{outline_text(log, execution)}]")
+    if args.timeline and args.timeline in dict(starts):
+        print_timeline(log, args.timeline, starts, run_end, started_ms)
     return 0
 
 

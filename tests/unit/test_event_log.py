@@ -91,3 +91,24 @@ def test_a_plan_is_outlined_by_its_heavy_operators_and_the_tables_it_scans():
     # A write's command runs its query as a child execution: the write is outlined by what it ran.
     assert event_log.outline_text(log, 7) == "hash-agg 2 shuffle 1 sort 1 sort-agg 1; offset_commits"
     assert event_log.outline_text(log, 9) == "; -"
+
+
+def test_a_steps_timeline_lists_its_executions_in_order_with_the_driver_gaps():
+    log = event_log.read_event_log(iter(events()))
+    # history's two jobs ran under one execution (3 runs under 2): one row, both jobs, both tasks.
+    assert event_log.timeline(log, T0 + 4000, T0 + 6000) == [
+        {"execution": 2, "start_ms": T0 + 4000, "end_ms": T0 + 5000, "jobs": 2, "task_ms": 1300}
+    ]
+    assert event_log.timeline(log, T0, T0 + 4000) == [
+        {"execution": 1, "start_ms": T0, "end_ms": T0 + 3000, "jobs": 1, "task_ms": 5000}
+    ]
+    assert event_log.timeline(log, T0 + 6000, T0 + 10000) == []
+
+
+def test_the_timeline_option_prints_the_steps_executions(tmp_path, capsys):
+    (tmp_path / "events").write_text("\n".join(events()))
+    (tmp_path / "job.log").write_text(JOB_LOG)
+    assert event_log.main([str(tmp_path / "events"), str(tmp_path / "job.log"), "--timeline", "history"]) == 0
+    printed = capsys.readouterr().out.split("history: its executions in order")[1].strip().splitlines()[1:]
+    assert len(printed) == 1 and "jobs   2" in printed[0] and "task-s    1.3" in printed[0]
+    assert printed[0].split()[0] == "0.0s" and "execution 2:" in printed[0]
