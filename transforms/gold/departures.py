@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from transforms.gold.generations import GROUP, GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
@@ -59,25 +59,38 @@ def commit_times_around(
     as every commit: a few rows per key and minute instead of one per commit to sort. The keys probed and
     their probed minutes are few next to commits, so they are broadcast.
     """
-    minute = F.floor(F.unix_millis("record_at") / F.lit(MINUTE_MS))
-    probed = probes.select(*keys, *[F.floor(F.unix_millis(at) / F.lit(MINUTE_MS)).alias(at) for at in probe_times])
-    probed_minutes = F.broadcast(
-        functools.reduce(
-            DataFrame.unionByName, [probed.select(*keys, F.col(at).alias("minute")) for at in probe_times]
-        ).distinct()
-    )
+    probed = probes.select(*keys, *[_minute(F.col(at)).alias(at) for at in probe_times])
+    probed_minutes = functools.reduce(
+        DataFrame.unionByName, [probed.select(*keys, F.col(at).alias("minute")) for at in probe_times]
+    ).distinct()
     probed_keys = F.broadcast(probed_minutes.select(*keys).distinct())
     of_probed_keys = commits.join(probed_keys, on=list(keys), how="left_semi").select(
-        *keys, "record_at", minute.alias("minute")
+        *keys, "record_at", _minute(F.col("record_at")).alias("minute")
     )
-    per_minute = of_probed_keys.groupBy(*keys, "minute").agg(
-        F.array(F.min("record_at"), F.max("record_at")).alias("ends")
+    flagged = of_probed_keys.join(
+        F.broadcast(probed_minutes.withColumn("is_probed", F.lit(True))), on=[*keys, "minute"], how="left"
     )
-    return (
-        per_minute.select(*keys, F.explode("ends").alias("record_at"))
-        .unionByName(of_probed_keys.join(probed_minutes, on=[*keys, "minute"], how="left_semi").drop("minute"))
-        .distinct()
+    return _minute_ends_and_probed(flagged, keys, F.col("is_probed"))
+
+
+def _minute(at: Column) -> Column:
+    return F.floor(F.unix_millis(at) / F.lit(MINUTE_MS))
+
+
+def _minute_ends_and_probed(commits: DataFrame, keys: Sequence[str], is_probed: Column) -> DataFrame:
+    """Commits (keys, record_at, minute) with `is_probed` (true for every commit of a probed minute, else
+    null or false) -> (keys, record_at), each time once: every commit time of a probed minute, the first
+    and last of any other. A probed minute is grouped by its commit times, the others by the minute, and
+    only minima and maxima are taken: a list of the probed times (or a distinct of the two kinds' union)
+    made Spark aggregate with objects, which sorts past 128 keys a task (at 50M records, history's
+    largest query: 140 task-s, 12 GB spilled)."""
+    per_minute = commits.groupBy(*keys, "minute", F.when(is_probed, F.col("record_at")).alias("probed_at")).agg(
+        F.min("record_at").alias("first_at"), F.max("record_at").alias("last_at")
     )
+    times = F.when(F.col("probed_at").isNull(), F.array_distinct(F.array("first_at", "last_at"))).otherwise(
+        F.array("probed_at")
+    )
+    return per_minute.select(*keys, F.explode(times).alias("record_at"))
 
 
 def _leavers(rebalances: DataFrame) -> DataFrame:
@@ -157,40 +170,29 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     these rows gives what it gives over all commits, at either level: a group's minute ends are the ends
     of its partitions' ones, and a group-probed minute keeps every commit of each of its partitions.
     """
-    minute = F.floor(F.unix_millis("record_at") / F.lit(MINUTE_MS))
     leaver_minutes = _leaver_probes(_leavers(rebalances), assignments).select(
-        *OFFSET_KEY, F.floor(F.unix_millis("join_completed_at") / F.lit(MINUTE_MS)).alias("minute")
+        *OFFSET_KEY, _minute(F.col("join_completed_at")).alias("minute")
     )
     pauses = _pause_probes(rebalances)
     group_minutes = functools.reduce(
-        DataFrame.unionByName,
-        [
-            pauses.select(*GROUP, F.floor(F.unix_millis(at) / F.lit(MINUTE_MS)).alias("minute"))
-            for at in PAUSE_PROBE_TIMES
-        ],
+        DataFrame.unionByName, [pauses.select(*GROUP, _minute(F.col(at)).alias("minute")) for at in PAUSE_PROBE_TIMES]
     )
     probed_groups = F.broadcast(rebalances.select(*GROUP).distinct())
-    flag = {"is_probed": F.lit(True)}
-    # A probed minute is grouped by each of its commit times (every commit of it is probed), any other
-    # by its minute alone. Only minima and maxima: a list of the probed times made Spark aggregate with
-    # objects, which sorts past 128 keys a task (at 50M records: 140 task-s and 12 GB spilled).
-    probed_at = F.when(F.col("is_probed") | F.col("is_group_probed"), F.col("record_at"))
-    per_minute = (
+    flagged = (
         commits.join(probed_groups, on=list(GROUP), how="left_semi")
-        .select(*OFFSET_KEY, "record_at", minute.alias("minute"))
-        .join(F.broadcast(leaver_minutes.distinct().withColumns(flag)), on=[*OFFSET_KEY, "minute"], how="left")
+        .select(*OFFSET_KEY, "record_at", _minute(F.col("record_at")).alias("minute"))
+        .join(
+            F.broadcast(leaver_minutes.distinct().withColumns({"is_probed": F.lit(True)})),
+            on=[*OFFSET_KEY, "minute"],
+            how="left",
+        )
         .join(
             F.broadcast(group_minutes.distinct().withColumns({"is_group_probed": F.lit(True)})),
             on=[*GROUP, "minute"],
             how="left",
         )
-        .groupBy(*OFFSET_KEY, "minute", probed_at.alias("probed_at"))
-        .agg(F.min("record_at").alias("first_at"), F.max("record_at").alias("last_at"))
     )
-    times = F.when(F.col("probed_at").isNull(), F.array_distinct(F.array("first_at", "last_at"))).otherwise(
-        F.array("probed_at")
-    )
-    return per_minute.select(*OFFSET_KEY, F.explode(times).alias("record_at"))
+    return _minute_ends_and_probed(flagged, OFFSET_KEY, F.col("is_probed") | F.col("is_group_probed"))
 
 
 def _last_own_records(left: DataFrame, share_member_records: DataFrame) -> DataFrame:
