@@ -127,9 +127,10 @@ def evaluate_group_partitions(
     whole = commits if hows.get(metrics_carry.WHOLE) else commits.limit(0)
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     records = held_on_disk(metrics_carry.records_to_evaluate(carry, recent, whole, starts))
+    facts = materialized(metrics_carry.group_partition_facts(records, min_distance_ms=settings.status_min_distance_ms))
 
     end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
-    needed = metrics_reach.snapshots_needed_from(records, starts).localCheckpoint()
+    needed = metrics_reach.snapshots_needed_from(facts, starts).localCheckpoint()
     lookback_micros = F.lit(int(SNAPSHOT_LOOKBACK.total_seconds() * 1_000_000))
     window_from = needed.agg(
         as_text(F.timestamp_micros(F.unix_micros(F.min("needed_from_at")) - lookback_micros))
@@ -146,7 +147,7 @@ def evaluate_group_partitions(
         .unionByName(end_offsets.join(whole_partitions, on=list(PARTITION), how="left_semi"))
         .localCheckpoint()
     )
-    seen, lag_rows = _lag_of(records, snapshots, starts, settings)
+    seen, lag_rows = _lag_of(records, facts, snapshots, starts, settings)
     # A time lag found without a point at or below the committed offset may have one before the window:
     # those topic partitions are evaluated again from all their snapshots (each is evaluated on its own).
     uncertain = (
@@ -160,7 +161,11 @@ def evaluate_group_partitions(
     if run.counts["metrics_topic_partitions_read_again"]:
         all_snapshots = end_offsets.join(uncertain, on=list(PARTITION), how="left_semi").localCheckpoint()
         seen_again, lag_again = _lag_of(
-            records.join(uncertain, on=list(PARTITION), how="left_semi"), all_snapshots, starts, settings
+            records.join(uncertain, on=list(PARTITION), how="left_semi"),
+            facts.join(uncertain, on=list(PARTITION), how="left_semi"),
+            all_snapshots,
+            starts,
+            settings,
         )
         snapshots, seen, lag_rows = (
             kept.join(uncertain, on=list(PARTITION), how="left_anti").unionByName(again).localCheckpoint()
@@ -183,15 +188,17 @@ def evaluate_group_partitions(
         min_distance_ms=settings.status_min_distance_ms,
         partial=metrics_carry.partial_carries(carry, starts),
         hold=materialized,
+        lives=facts,
     )
     carry_rows = carry.join(starts, on=list(OFFSET_KEY), how="left_anti").unionByName(tails.select(*carry.columns))
     return lag_rows, status_rows, carry_rows
 
 
 def _lag_of(
-    records: DataFrame, snapshots: DataFrame, starts: DataFrame, settings: GoldSettings
+    records: DataFrame, facts: DataFrame, snapshots: DataFrame, starts: DataFrame, settings: GoldSettings
 ) -> tuple[DataFrame, DataFrame]:
-    """(records seen by the snapshots, lag rows from each group partition's start on), materialised."""
+    """(records seen by the snapshots, lag rows from each group partition's start on), materialised.
+    `facts`: the records' metrics_carry.group_partition_facts."""
     seen = held_on_disk(
         records_seen_by_snapshots(
             records,
@@ -199,6 +206,7 @@ def _lag_of(
             intervals=settings.status_intervals,
             min_distance_ms=settings.status_min_distance_ms,
             hold=materialized,
+            facts=facts,
         )
     )
     return seen, held_on_disk(metrics_reach.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))

@@ -33,9 +33,11 @@ def build_metrics(
     settings: GoldSettings,
     as_of: date | None,
     store: Materialize,
+    facts: DataFrame | None = None,
 ) -> None:
     """Silver `offset_commits` + `end_offsets` snapshots + gold `generations` and `rebalances` (any clusters)
-    -> every table of METRICS_TABLES, handed to `store` in dependency order."""
+    -> every table of METRICS_TABLES, handed to `store` in dependency order. `facts`: offset_commits'
+    metrics_carry.group_partition_facts, when the caller holds them already."""
     # lag and consumer_status read only the records near snapshots; found once, kept on disk for both.
     seen = snapshot_horizon.records_seen_by_snapshots(
         offset_commits,
@@ -43,6 +45,7 @@ def build_metrics(
         intervals=settings.status_intervals,
         min_distance_ms=settings.status_min_distance_ms,
         hold=materialized,
+        facts=facts,
     ).persist(StorageLevel.DISK_ONLY)
     try:
         lag_rows = store("lag", lag.lag(seen, end_offsets))
@@ -118,11 +121,16 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         or group_daily.last_activity_day(history["generations"], group_daily.commits_per_day(offset_commits)).first()[0]
     )
     commit_note = metrics_note(config.cluster, versions, last_day)
+    # One aggregation of every record for what both the carry and the snapshots' walk start from.
+    facts = materialized(
+        metrics_carry.group_partition_facts(offset_commits, min_distance_ms=settings.status_min_distance_ms)
+    )
     carry = metrics_carry.carry_tails(
         offset_commits,
         intervals=settings.status_intervals,
         min_distance_ms=settings.status_min_distance_ms,
         hold=materialized,
+        lives=facts,
     )
     write_table(spark, config, CARRY, carry, commit_note, "")
 
@@ -139,5 +147,6 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         settings,
         config.run_date,
         store,
+        facts,
     )
     run.count_tables(METRICS_TABLES)

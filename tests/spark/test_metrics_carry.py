@@ -21,7 +21,10 @@ from transforms.gold.metrics_carry import (
     WHOLE,
     carry_tails,
     earliest_changes,
+    first_record_time,
+    group_partition_facts,
     group_partition_starts,
+    record_time,
 )
 from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
 
@@ -111,8 +114,7 @@ def _tails_by_ranking_every_record(rows):
     )
 
 
-@pytest.mark.parametrize("search_ms", [CUT_SEARCH_MS, 3 * MINUTE_MS], ids=["searched", "mostly ranked again"])
-def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, search_ms):
+def _records_of_many_kinds(spark):
     draw = random.Random(16)
     rows = []
     for group in range(12):
@@ -129,14 +131,38 @@ def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, search_
                          source_offset, record_at, is_tombstone, None if is_tombstone else offset, record_at, None,
                          draw.choice([None, None, None, "committed", "aborted", "pending"])))  # fmt: skip
     schema = records(spark, "unused", []).schema
-    frame = spark.createDataFrame(rows, schema)
+    return spark.createDataFrame(rows, schema)
+
+
+@pytest.mark.parametrize("search_ms", [CUT_SEARCH_MS, 3 * MINUTE_MS], ids=["searched", "mostly ranked again"])
+def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, search_ms):
+    frame = _records_of_many_kinds(spark)
 
     carried = Counter(
         map(tuple, carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, search_ms=search_ms).collect())
     )
 
     assert carried == Counter(map(tuple, _tails_by_ranking_every_record(frame).collect()))
-    assert 0 < carried.total() < len(rows)
+    assert 0 < carried.total() < frame.count()
+
+
+def test_one_aggregation_of_the_records_serves_the_carry_the_walk_and_the_snapshots_read(spark):
+    frame = _records_of_many_kinds(spark)
+    facts = group_partition_facts(frame, min_distance_ms=MINUTE_MS).localCheckpoint()
+
+    carried = carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, lives=facts)
+    expected = _tails_by_ranking_every_record(frame)
+    assert Counter(map(tuple, carried.collect())) == Counter(map(tuple, expected.collect()))
+    # What snapshot_horizon's walk and metrics_reach read, as each would aggregate it from the records.
+    first_seen = (
+        filter_invisible_offset_records(frame)
+        .groupBy(*OFFSET_KEY)
+        .agg(F.min("record_at"), F.bool_or("is_tombstone"), F.min(record_time(F.col("record_at"))))
+    )
+    found = facts.select(*OFFSET_KEY, "first_record_at", "is_kept_whole", first_record_time().alias("first_time"))
+    assert sorted(map(tuple, found.collect()), key=repr) == sorted(map(tuple, first_seen.collect()), key=repr)
+    # Both kinds of earliest time: a group partition with an untimed record and one without.
+    assert 0 < found.where(F.col("first_time") == F.lit(EARLIEST)).count() < found.count()
 
 
 def test_how_each_group_partition_continues_from_its_carry_or_is_read_whole(spark):

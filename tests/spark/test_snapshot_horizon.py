@@ -9,6 +9,7 @@ from chispa import assert_df_equality
 from schemas import ops
 from tests.gold_rows import CLUSTER, at, commit, commits
 from transforms.gold import lag, status
+from transforms.gold.metrics_carry import group_partition_facts
 from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 
 INTERVALS = 3
@@ -77,3 +78,12 @@ def test_records_far_from_every_snapshot_are_left_out(inputs):
     assert kept_g == [2, 3, 4, 5, 25, 26, 27, 28, 30, 899, 900]
     assert sum(1 for group, _ in kept if group == "h") == 21  # a tombstone: the group partition is kept whole
     assert sorted(offset for group, offset in kept if group == "i") == [52]  # nothing after the last snapshot
+
+
+def test_the_walk_started_from_the_records_facts_held_by_the_caller_keeps_the_same_records(inputs):
+    offset_commits, end_offsets, seen = inputs
+    facts = group_partition_facts(offset_commits, min_distance_ms=MIN_DISTANCE_MS).localCheckpoint()
+    from_facts = records_seen_by_snapshots(
+        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held, facts=facts
+    )
+    assert_df_equality(from_facts, seen, ignore_row_order=True)

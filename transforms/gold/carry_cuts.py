@@ -27,7 +27,10 @@ CUT_SEARCH_MS = 3_600_000
 def group_partition_lives(visible: DataFrame) -> DataFrame:
     """Visible records with _bucket -> per group partition: last_position, _first_tombstone_position,
     _first_tombstone_bucket, _earliest_bucket, and _last_counted_bucket: the latest bucket a counted
-    record can be in (before the earliest tombstone's).
+    record can be in (before the earliest tombstone's). Also what the other passes over a night's
+    records would each aggregate again (a pass over tens of millions of records costs as much as its
+    aggregation): first_record_at (the earliest record time, untimed records aside), has_untimed_record
+    and is_kept_whole (a tombstone among them: snapshot_horizon keeps such group partitions whole).
 
     Aggregated by source partition first (first_tombstone_offsets).
     """
@@ -37,6 +40,8 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
         F.min(F.when(F.col("is_tombstone"), F.col("_bucket"))).alias("_first_tombstone_bucket"),
         F.max("_bucket").alias("_last_bucket"),
         F.min("_bucket").alias("_earliest_bucket"),
+        F.min("record_at").alias("first_record_at"),
+        F.max(F.col("record_at").isNull()).alias("has_untimed_record"),
     )
     lives = by_source_partition.groupBy(*OFFSET_KEY).agg(
         F.max(F.struct("source_partition", F.col("_last_offset").alias("source_offset")))
@@ -46,9 +51,16 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
         F.min("_first_tombstone_bucket").alias("_first_tombstone_bucket"),
         F.max("_last_bucket").alias("_last_bucket"),
         F.min("_earliest_bucket").alias("_earliest_bucket"),
+        F.min("first_record_at").alias("first_record_at"),
+        F.max("has_untimed_record").alias("has_untimed_record"),
     )
     last_counted = F.coalesce(F.col("_first_tombstone_bucket") - F.lit(1), F.col("_last_bucket"))
-    return lives.withColumn("_last_counted_bucket", last_counted).drop("_last_bucket")
+    return lives.withColumns(
+        {
+            "_last_counted_bucket": last_counted,
+            "is_kept_whole": F.col("_first_tombstone_position").isNotNull(),
+        }
+    ).drop("_last_bucket")
 
 
 def first_tombstone_offsets() -> list[Column]:

@@ -74,6 +74,7 @@ def carry_tails(
     partial: DataFrame | None = None,
     hold: Callable[[DataFrame], DataFrame] = lambda rows: rows,
     search_ms: int = carry_cuts.CUT_SEARCH_MS,
+    lives: DataFrame | None = None,
 ) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: of each group partition, the records
     of its first life (before its first tombstone in the log) in its last `intervals` + 1 non-empty
@@ -87,11 +88,12 @@ def carry_tails(
     No pass sorts or shuffles the records (transforms/gold/carry_cuts.py): the buckets within `search_ms`
     before a group partition's last counted one are ranked, and all of them only where those are too
     few. `hold` materialises the frames of one row per group partition that several passes read (the
-    caller's: jobs.tables.materialized)."""
-    visible = filter_invisible_offset_records(records).withColumns(
-        {"_bucket": _bucket(record_time(F.col("record_at")), min_distance_ms), "_position": _position()}
+    caller's: jobs.tables.materialized). `lives`: group_partition_facts of `records`, when held already."""
+    visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms).withColumn(
+        "_position", _position()
     )
-    lives = hold(carry_cuts.group_partition_lives(visible))
+    if lives is None:
+        lives = hold(carry_cuts.group_partition_lives(visible))
     # A record of the first life in a bucket before the earliest tombstone's: its bucket counts.
     is_counted = F.coalesce(
         (F.col("_position") < F.col("_first_tombstone_position"))
@@ -126,6 +128,23 @@ def carry_tails(
         | F.coalesce(F.col("_position") >= F.col("_first_tombstone_position"), F.lit(False))
     )
     return carry_cuts.beside(visible, cuts).where(is_kept).select(*metrics_carry_schema.fieldNames())
+
+
+def group_partition_facts(records: DataFrame, *, min_distance_ms: int) -> DataFrame:
+    """Offset records -> one row per group partition of its visible ones (carry_cuts.group_partition_lives):
+    what carry_tails cuts by, where snapshot_horizon's walk starts and what metrics_reach reads snapshots
+    from, found in one aggregation of the records instead of one each. Hold it: all three read it."""
+    return carry_cuts.group_partition_lives(_with_bucket(filter_invisible_offset_records(records), min_distance_ms))
+
+
+def first_record_time() -> Column:
+    """The earliest record_time of a group partition's records, from its group_partition_facts row."""
+    untimed = F.least(F.lit(EARLIEST), F.col("first_record_at"))
+    return F.when(F.col("has_untimed_record"), untimed).otherwise(F.col("first_record_at"))
+
+
+def _with_bucket(visible: DataFrame, min_distance_ms: int) -> DataFrame:
+    return visible.withColumn("_bucket", _bucket(record_time(F.col("record_at")), min_distance_ms))
 
 
 def _position() -> Column:

@@ -7,17 +7,18 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from transforms.gold.metrics_carry import WHOLE, record_time
+from transforms.gold.metrics_carry import WHOLE, first_record_time, record_time
 from transforms.gold.offsets import OFFSET_KEY, PARTITION
 
 
-def snapshots_needed_from(records: DataFrame, starts: DataFrame) -> DataFrame:
-    """(topic partition, needed_from_at, is_whole): the time from which each topic partition's snapshots
-    are read for the rows evaluated again: every record evaluated and every start is at or after it.
-    Snapshots before it matter too (the latest end offset before a commit, Burrow's recent end offsets,
-    the points time lag interpolates between): the reader checks it has enough of them
-    (`partitions_short_of_snapshots`). is_whole: a group partition there is evaluated from all its records."""
-    first_records = records.groupBy(*PARTITION).agg(F.min(record_time(F.col("record_at"))).alias("first_record_at"))
+def snapshots_needed_from(facts: DataFrame, starts: DataFrame) -> DataFrame:
+    """metrics_carry.group_partition_facts of the records evaluated -> (topic partition, needed_from_at,
+    is_whole): the time from which each topic partition's snapshots are read for the rows evaluated
+    again: every record evaluated and every start is at or after it. Snapshots before it matter too (the
+    latest end offset before a commit, Burrow's recent end offsets, the points time lag interpolates
+    between): the reader checks it has enough of them (`partitions_short_of_snapshots`). is_whole: a
+    group partition there is evaluated from all its records."""
+    first_records = facts.groupBy(*PARTITION).agg(F.min(first_record_time()).alias("first_record_at"))
     per_partition = starts.groupBy(*PARTITION).agg(
         F.min("start_at").alias("first_start_at"), F.max(F.col("how") == F.lit(WHOLE)).alias("is_whole")
     )

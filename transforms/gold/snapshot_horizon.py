@@ -39,13 +39,21 @@ def records_seen_by_snapshots(
     intervals: int,
     min_distance_ms: int,
     hold: Callable[[DataFrame], DataFrame],
+    facts: DataFrame | None = None,
 ) -> DataFrame:
     """offset_commits (silver) -> the visible records `lag` and `consumer_status` can see, with the
     columns those two read (every column more would be carried through the sort). `hold` computes a
-    frame once (one row per group partition, numbered: read twice, the numbers must not change)."""
+    frame once (one row per group partition, numbered: read twice, the numbers must not change).
+    `facts`: metrics_carry.group_partition_facts of offset_commits, when the caller holds them already."""
     read_columns = [*filter_invisible_offset_records(offset_commits).columns, "txn_state"]
     visible = offset_commits.where(is_visible(F.col("txn_state"))).select(*read_columns)
-    return _near_snapshots(visible, end_offsets, intervals, min_distance_ms, hold)
+    if facts is None:
+        first_seen = visible.groupBy(*OFFSET_KEY).agg(
+            F.min("record_at").alias("first_record_at"), F.bool_or("is_tombstone").alias("is_kept_whole")
+        )
+    else:
+        first_seen = facts.select(*OFFSET_KEY, "first_record_at", "is_kept_whole")
+    return _near_snapshots(visible, first_seen, end_offsets, intervals, min_distance_ms, hold)
 
 
 def _bucket(at: str, min_distance_ms: int) -> Column:
@@ -54,6 +62,7 @@ def _bucket(at: str, min_distance_ms: int) -> Column:
 
 def _near_snapshots(
     records: DataFrame,
+    first_seen: DataFrame,
     end_offsets: DataFrame,
     buckets_before_snapshot: int,
     min_distance_ms: int,
@@ -66,10 +75,8 @@ def _near_snapshots(
     The walk sorts every record, so it is keyed by a number per group partition (not its four columns,
     two of them strings compared on every step of the sort) and ordered by (bucket, kind) alone: the
     records of one bucket all stand at the same place in it, whatever their order there.
+    `first_seen`: (OFFSET_KEY, first_record_at, is_kept_whole: a tombstone among its records).
     """
-    first_seen = records.groupBy(*OFFSET_KEY).agg(
-        F.min("record_at").alias("first_record_at"), F.bool_or("is_tombstone").alias("is_kept_whole")
-    )
     numbered = F.broadcast(hold(first_seen.withColumn("walk", F.monotonically_increasing_id())))
     snapshots = (
         numbered.join(end_offsets.select(*PARTITION, "observed_at"), on=list(PARTITION), how="inner")
