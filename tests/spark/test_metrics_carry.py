@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 
 from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
 from schemas.metrics_carry import metrics_carry_schema
-from transforms.gold.carry_cuts import CUT_SEARCH_MS
 from transforms.gold.metrics_carry import (
     CONTINUE,
     EARLIEST,
@@ -69,7 +68,7 @@ def test_a_carry_holds_the_last_buckets_and_after_a_tombstone_every_later_life_w
     assert {(row.has_tombstone, row.holds_every_record) for row in deleted_late.collect()} == {(True, False)}
 
 
-def _tails_by_ranking_every_record(rows):
+def _tails_by_ranking_every_record(rows, intervals: int = INTERVALS):
     """The carry's definition, written as it reads (all of each group partition's records given): the
     records after its first tombstone in the log, and of the first life those in its last INTERVALS + 1
     buckets before the earliest tombstone's bucket, and any later."""
@@ -96,8 +95,8 @@ def _tails_by_ranking_every_record(rows):
     )
     counted = records.where("is_counted").withColumn("back", F.dense_rank().over(by_key.orderBy(F.desc("bucket"))))
     cuts = counted.groupBy(*OFFSET_KEY).agg(
-        F.min(F.when(F.col("back") <= INTERVALS + 1, F.col("bucket"))).alias("cut"),
-        (F.max("back") <= INTERVALS + 1).alias("holds_every_record"),
+        F.min(F.when(F.col("back") <= intervals + 1, F.col("bucket"))).alias("cut"),
+        (F.max("back") <= intervals + 1).alias("holds_every_record"),
     )
     same_key = [records[name].eqNullSafe(cuts[name]) for name in OFFSET_KEY]  # a record's topic may be null
     return (
@@ -114,15 +113,15 @@ def _tails_by_ranking_every_record(rows):
     )
 
 
-def _records_of_many_kinds(spark):
+def _records_of_many_kinds(spark, most_per_group: int = 40, tombstone_rate: float = 0.03):
     draw = random.Random(16)
     rows = []
     for group in range(12):
         # several records a bucket, gaps, untimed records, a few tombstones, invisible transactional ones
         minute = 0.0
-        for offset in range(draw.randint(1, 40)):
+        for offset in range(draw.randint(1, most_per_group)):
             minute += draw.choice([0.1, 0.2, 0.5, 1.0, 3.0, 7.0])
-            is_tombstone = draw.random() < 0.03
+            is_tombstone = draw.random() < tombstone_rate
             record_at = None if draw.random() < 0.05 else at(minute)
             # log positions of every kind a struct orders: nulls first, the extremes of int and long
             source_partition = draw.choice([1, 1, 1, None, -(2**31), 2**31 - 1])
@@ -134,15 +133,19 @@ def _records_of_many_kinds(spark):
     return spark.createDataFrame(rows, schema)
 
 
-@pytest.mark.parametrize("search_ms", [CUT_SEARCH_MS, 3 * MINUTE_MS], ids=["searched", "mostly ranked again"])
-def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, search_ms):
-    frame = _records_of_many_kinds(spark)
+@pytest.mark.parametrize(
+    ("intervals", "most_per_group", "tombstone_rate"),
+    [(INTERVALS, 40, 0.03), (70, 400, 0.002)],
+    ids=["within a word", "across words"],
+)
+def test_the_carry_equals_its_definition_on_records_of_many_kinds(spark, intervals, most_per_group, tombstone_rate):
+    # Up to 400 records, rarely a tombstone: many first lives of more than 71 buckets, so the cut falls
+    # in an earlier word of 64 buckets than the last, some way into it.
+    frame = _records_of_many_kinds(spark, most_per_group, tombstone_rate)
 
-    carried = Counter(
-        map(tuple, carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, search_ms=search_ms).collect())
-    )
+    carried = Counter(map(tuple, carry_tails(frame, intervals=intervals, min_distance_ms=MINUTE_MS).collect()))
 
-    assert carried == Counter(map(tuple, _tails_by_ranking_every_record(frame).collect()))
+    assert carried == Counter(map(tuple, _tails_by_ranking_every_record(frame, intervals).collect()))
     assert 0 < carried.total() < frame.count()
 
 

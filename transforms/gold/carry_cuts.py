@@ -1,16 +1,16 @@
 """The cut of metrics_carry.carry_tails, found without sorting a night's records: per group partition
-(OFFSET_KEY) facts by hash aggregation, and the last buckets ranked only near the end of each.
+(OFFSET_KEY) facts by hash aggregation, then its counted buckets as bitmaps, 64 buckets a row, by another.
 
 A night's records are hardly fewer than their min-distance buckets (a commit a second), so any sort of
 them, or a struct's minimum or maximum of them (which Spark aggregates by sorting), costs as much as the
-night. Each pass here is a hash aggregation or a filter beside a broadcast row per group partition.
+night; so does every pass over them (reading the held records back). Each of the two passes here is a
+hash aggregation beside a broadcast row per group partition; only their few output rows are ranked.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -18,16 +18,14 @@ from pyspark.sql import functions as F
 from schemas.metrics_carry import LOG_POSITION
 from transforms.gold.offsets import OFFSET_KEY
 
-# How far back from a group partition's last counted bucket its cut is looked for first: a group that
-# commits every few minutes has its last `intervals` + 1 buckets well within it, so only the rest (a
-# group that commits rarely) needs all its buckets ranked.
-CUT_SEARCH_MS = 3_600_000
+# Buckets per word of the cut's bitmaps (a long's bits); a bucket's place in its word:
+WORD_BUCKETS = 64
+_OFFSET = f"pmod(_bucket, {WORD_BUCKETS})"
 
 
 def group_partition_lives(visible: DataFrame) -> DataFrame:
-    """Visible records with _bucket -> per group partition: last_position, _first_tombstone_position,
-    _first_tombstone_bucket, _earliest_bucket, and _last_counted_bucket: the latest bucket a counted
-    record can be in (before the earliest tombstone's). Also what the other passes over a night's
+    """Visible records with _bucket -> per group partition: last_position, _first_tombstone_position and
+    _first_tombstone_bucket (which records count towards the cut). Also what the other passes over a night's
     records would each aggregate again (a pass over tens of millions of records costs as much as its
     aggregation): first_record_at (the earliest record time, untimed records aside), has_untimed_record
     and is_kept_whole (a tombstone among them: snapshot_horizon keeps such group partitions whole).
@@ -38,8 +36,6 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
         F.max("source_offset").alias("_last_offset"),
         *first_tombstone_offsets(),
         F.min(F.when(F.col("is_tombstone"), F.col("_bucket"))).alias("_first_tombstone_bucket"),
-        F.max("_bucket").alias("_last_bucket"),
-        F.min("_bucket").alias("_earliest_bucket"),
         F.min("record_at").alias("first_record_at"),
         F.max(F.col("record_at").isNull()).alias("has_untimed_record"),
     )
@@ -49,18 +45,10 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
         .alias("last_position"),
         first_tombstone_position().alias("_first_tombstone_position"),
         F.min("_first_tombstone_bucket").alias("_first_tombstone_bucket"),
-        F.max("_last_bucket").alias("_last_bucket"),
-        F.min("_earliest_bucket").alias("_earliest_bucket"),
         F.min("first_record_at").alias("first_record_at"),
         F.max("has_untimed_record").alias("has_untimed_record"),
     )
-    last_counted = F.coalesce(F.col("_first_tombstone_bucket") - F.lit(1), F.col("_last_bucket"))
-    return lives.withColumns(
-        {
-            "_last_counted_bucket": last_counted,
-            "is_kept_whole": F.col("_first_tombstone_position").isNotNull(),
-        }
-    ).drop("_last_bucket")
+    return lives.withColumn("is_kept_whole", F.col("_first_tombstone_position").isNotNull())
 
 
 def first_tombstone_offsets() -> list[Column]:
@@ -91,50 +79,33 @@ def beside(rows: DataFrame, per_key: DataFrame, how: str = "inner") -> DataFrame
     return rows.join(other, on=same_key, how=how).drop(*[f"_key_{name}" for name in OFFSET_KEY])
 
 
-def cuts(
-    counted: DataFrame, lives: DataFrame, kept: int, search_buckets: int, hold: Callable[[DataFrame], DataFrame]
-) -> DataFrame:
-    """(OFFSET_KEY, _bucket, _last_counted_bucket) of each counted record + group_partition_lives -> (OFFSET_KEY,
-    _first_bucket: the earliest of the last `kept` distinct counted buckets, _holds_every_bucket: there
+def cuts(counted: DataFrame, kept: int) -> DataFrame:
+    """(OFFSET_KEY, _bucket) of each counted record -> (OFFSET_KEY, _first_bucket: the earliest of the
+    last `kept` distinct counted buckets, or of all when there are fewer; _holds_every_bucket: there
     are no more than `kept`).
 
-    First among the buckets within `search_buckets` before the last a counted record can be in: exact
-    when `kept` counted ones lie there (every counted bucket there is later than any before), or when
-    the group partition's every bucket does; the others are ranked again from all their counted buckets."""
-    near = counted.where(F.col("_bucket") > F.col("_last_counted_bucket") - F.lit(search_buckets))
-    found = _last_buckets(near, kept)
-    within_reach = F.col("_earliest_bucket") > F.col("_last_counted_bucket") - F.lit(search_buckets)
-    count = F.coalesce(F.col("_bucket_count"), F.lit(0))
-    searched = hold(
-        beside(lives, found, how="left").select(
-            *OFFSET_KEY,
-            "_first_bucket",
-            (within_reach | (count >= F.lit(kept))).alias("_is_found"),
-            (within_reach & (count <= F.lit(kept))).alias("_holds_every_bucket"),
-        )
+    One hash aggregation of the records into words of WORD_BUCKETS buckets, each a bitmap of the buckets
+    its records are in; then, of these few rows, the words ranked from the latest back and the cut's
+    bucket read from the bits of the word it falls in."""
+    words = counted.groupBy(*OFFSET_KEY, F.expr(f"(_bucket - {_OFFSET}) div {WORD_BUCKETS}").alias("_word")).agg(
+        F.expr(f"bit_or(shiftleft(CAST(1 AS BIGINT), CAST({_OFFSET} AS INT)))").alias("_bits")
     )
-    again = _last_buckets(beside(counted, searched.where(~F.col("_is_found")).select(*OFFSET_KEY)), kept)
-    return (
-        searched.where("_is_found")
-        .drop("_is_found")
-        .unionByName(
-            again.select(
-                *OFFSET_KEY, "_first_bucket", (F.col("_bucket_count") <= F.lit(kept)).alias("_holds_every_bucket")
-            )
-        )
+    later_first = Window.partitionBy(*OFFSET_KEY).orderBy(F.col("_word").desc())
+    counted_words = words.withColumn("_count", F.bit_count("_bits")).withColumns(
+        {
+            "_after": F.coalesce(
+                F.sum("_count").over(later_first.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)
+            ),
+            "_total": F.sum("_count").over(Window.partitionBy(*OFFSET_KEY)),
+        }
     )
-
-
-def _last_buckets(counted: DataFrame, kept: int) -> DataFrame:
-    """Records' (OFFSET_KEY, _bucket) -> (OFFSET_KEY, _first_bucket: the earliest of the last `kept`
-    distinct buckets, _bucket_count: how many distinct buckets)."""
-    buckets = counted.select(*OFFSET_KEY, "_bucket").distinct()
-    back = F.row_number().over(Window.partitionBy(*OFFSET_KEY).orderBy(F.col("_bucket").desc()))
-    return (
-        buckets.withColumn("_back", back)
-        .groupBy(*OFFSET_KEY)
-        .agg(
-            F.min(F.when(F.col("_back") <= F.lit(kept), F.col("_bucket"))).alias("_first_bucket"),
-            F.count(F.lit(1)).alias("_bucket_count"),
-        )
+    target = F.least(F.lit(kept), F.col("_total"))
+    # The word's buckets from its latest down: the cut is the (target - _after)-th of them.
+    latest_first = F.expr(f"filter(sequence({WORD_BUCKETS - 1}, 0, -1), i -> (shiftrightunsigned(_bits, i) & 1) = 1)")
+    return counted_words.where((F.col("_after") < target) & (target <= F.col("_after") + F.col("_count"))).select(
+        *OFFSET_KEY,
+        (F.col("_word") * F.lit(WORD_BUCKETS) + F.element_at(latest_first, (target - F.col("_after")).cast("int")))
+        .cast("long")
+        .alias("_first_bucket"),
+        (F.col("_total") <= F.lit(kept)).alias("_holds_every_bucket"),
     )

@@ -73,7 +73,6 @@ def carry_tails(
     min_distance_ms: int,
     partial: DataFrame | None = None,
     hold: Callable[[DataFrame], DataFrame] = lambda rows: rows,
-    search_ms: int = carry_cuts.CUT_SEARCH_MS,
     lives: DataFrame | None = None,
 ) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: of each group partition, the records
@@ -85,10 +84,9 @@ def carry_tails(
     last_position: the carry's): these hold only their carried tail and what followed, so their carry
     does not hold every record, and the latest log position may be one of the records left out.
 
-    No pass sorts or shuffles the records (transforms/gold/carry_cuts.py): the buckets within `search_ms`
-    before a group partition's last counted one are ranked, and all of them only where those are too
-    few. `hold` materialises the frames of one row per group partition that several passes read (the
-    caller's: jobs.tables.materialized). `lives`: group_partition_facts of `records`, when held already."""
+    No pass sorts the records (transforms/gold/carry_cuts.py). `hold` materialises the frames of a few
+    rows per group partition that later passes read (the caller's: jobs.tables.materialized). `lives`:
+    group_partition_facts of `records`, when held already."""
     visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms).withColumn(
         "_position", _position()
     )
@@ -100,11 +98,8 @@ def carry_tails(
         & (F.col("_bucket") < F.col("_first_tombstone_bucket")),
         F.lit(True),
     )
-    counted = carry_cuts.beside(visible, lives).where(is_counted).select(*OFFSET_KEY, "_bucket", "_last_counted_bucket")
-    search_buckets = -(-search_ms // min_distance_ms)
-    cuts = carry_cuts.beside(
-        lives, carry_cuts.cuts(counted, lives, intervals + 1, search_buckets, hold), how="left"
-    ).select(
+    counted = carry_cuts.beside(visible, lives).where(is_counted).select(*OFFSET_KEY, "_bucket")
+    cuts = carry_cuts.beside(lives, hold(carry_cuts.cuts(counted, intervals + 1)), how="left").select(
         *OFFSET_KEY,
         "_first_tombstone_position",
         "_first_bucket",
