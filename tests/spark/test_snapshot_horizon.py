@@ -3,6 +3,9 @@ most records between snapshots are left out."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 from chispa import assert_df_equality
 
@@ -87,3 +90,69 @@ def test_the_walk_started_from_the_records_facts_held_by_the_caller_keeps_the_sa
         offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held, facts=facts
     )
     assert_df_equality(from_facts, seen, ignore_row_order=True)
+
+
+def _random_estate(draw: random.Random) -> tuple[list[dict], list[tuple[str, int, float]]]:
+    """Group partitions of many kinds: dense (several commits a bucket), sparse (minutes apart, so a
+    snapshot reaches back over many words), with untimed records, aborted commits or a tombstone."""
+    rows, snapshots, offsets = [], [], iter(range(100_000))
+    for partition in range(12):
+        snapshots += [("t", partition, draw.uniform(0, 1_500)) for _ in range(draw.randint(0, 12))]
+        for group in ("g", "h"):
+            spacing = draw.choice([0.3, 1.0, 7.0, 90.0])
+            start = draw.uniform(0, 300)
+            for index in range(draw.randint(0, 150)):
+                extra = {"record_at": None} if draw.random() < 0.03 else {}
+                if draw.random() < 0.05:
+                    extra.update(txn_state="aborted", producer_id=7)
+                rows.append(commit(next(offsets), start + index * spacing * draw.uniform(0.5, 1.5), group, "t",
+                    partition, index, **extra))  # fmt: skip
+            if partition % 5 == 4 and group == "h":
+                rows.append(commit(next(offsets), draw.uniform(0, 1_500), group, "t", partition, None))
+    return rows, snapshots
+
+
+def _kept_by_definition(rows: list[dict], snapshots: list[tuple[str, int, float]], intervals: int) -> set[int]:
+    """Per group partition: with a tombstone every visible record; else, for each snapshot at or after its
+    first timed record, the records in the snapshot's bucket and in the `intervals` latest non-empty buckets
+    before it (an untimed record's bucket comes before every other)."""
+    visible = [row for row in rows if row.get("txn_state") in (None, "committed")]
+    kept = set()
+    for key in {(row["group_id"], row["topic"], row["partition"]) for row in visible}:
+        own = [row for row in visible if (row["group_id"], row["topic"], row["partition"]) == key]
+        if any(row["is_tombstone"] for row in own):
+            kept |= {row["source_offset"] for row in own}
+            continue
+
+        def bucket(row):
+            return (
+                -math.inf
+                if row["record_at"] is None
+                else math.floor(row["record_at"].timestamp() * 1000 / MIN_DISTANCE_MS)
+            )
+
+        buckets = sorted({bucket(row) for row in own})
+        timed = [row["record_at"] for row in own if row["record_at"] is not None]
+        for topic, partition, seconds in snapshots:
+            if (topic, partition) != key[1:] or not timed or at(seconds) < min(timed):
+                continue
+            snapshot_bucket = math.floor(at(seconds).timestamp() * 1000 / MIN_DISTANCE_MS)
+            reached = {snapshot_bucket} | set([b for b in buckets if b < snapshot_bucket][-intervals:])
+            kept |= {row["source_offset"] for row in own if bucket(row) in reached}
+    return kept
+
+
+@pytest.mark.parametrize("seed", [26, 27])
+def test_the_records_kept_equal_the_definition_on_random_group_partitions(spark, seed):
+    rows, snapshots = _random_estate(random.Random(seed))
+    end_offsets = spark.createDataFrame(
+        [(CLUSTER, topic, partition, 0, at(seconds)) for topic, partition, seconds in snapshots], ops.end_offsets_schema
+    )
+    seen = records_seen_by_snapshots(
+        commits(spark, rows), end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held
+    )
+    kept = [row.source_offset for row in seen.collect()]
+    assert len(kept) == len(set(kept))
+    expected = _kept_by_definition(rows, snapshots, INTERVALS)
+    assert set(kept) == expected
+    assert 0 < len(expected) < len(rows)
