@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from jobs.metrics_writes import CARRY_VERSION, CURRENT_CARRY_VERSION, INPUTS, LAST_DAY, can_continue_from
 from schemas.metrics_carry import metrics_carry_schema
+from transforms.gold.carry_cuts import with_nth_set_bit
 from transforms.gold.metrics_carry import (
     CONTINUE,
     EARLIEST,
@@ -254,3 +255,19 @@ def test_a_night_s_earliest_changes_are_the_earliest_time_and_first_tombstone_in
     }
     assert found == expected
     assert sum(first is not None for _, first in expected.values()) > 1
+
+
+def test_the_nth_set_bit_of_a_word_is_found_by_halving(spark):
+    draw = random.Random(26)
+    words = [-1, 1, -(1 << 63), *[draw.getrandbits(64) - (1 << 63) for _ in range(200)]]
+    asked = []
+    for word in words:
+        places = [place for place in range(64) if (word >> place) & 1]
+        asked += [
+            (word, nth, place)
+            for nth, place in enumerate(places, start=1)
+            if nth in (1, len(places)) or draw.random() < 0.2
+        ]
+    rows = spark.createDataFrame([(word, nth) for word, nth, _ in asked], "bits long, nth int")
+    found = with_nth_set_bit(rows, "bits", F.col("nth"), "place").collect()
+    assert sorted((row.bits, row.nth, row.place) for row in found) == sorted(asked)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.gold.carry_cuts import WORD_BUCKETS
+from transforms.gold.carry_cuts import WORD_BUCKETS, with_nth_set_bit
 from transforms.gold.offsets import OFFSET_KEY, PARTITION, filter_invisible_offset_records, is_visible
 
 _WORD, _SNAPSHOT = 0, 1  # at one place in time a word comes first: its buckets rank before what follows
@@ -164,11 +164,9 @@ def _kept_masks(ranked: DataFrame, buckets_before_snapshot: int) -> DataFrame:
             "_from": F.last(F.when(F.col("kind") == F.lit(_WORD), F.col("rank")), ignorenulls=True).over(so_far),
         }
     )
-    set_bits = F.expr(f"filter(sequence(0, {WORD_BUCKETS - 1}), i -> (shiftrightunsigned(_in_bits, i) & 1) = 1)")
-    return (
-        placed.where(F.col("kind") == F.lit(_SNAPSHOT))
-        .select("walk", F.col("_in_word").alias("word"),
-            F.element_at(set_bits, (F.col("rank") - F.col("_from") + 1).cast("int")).alias("bit"))
-        .groupBy("walk", "word")
-        .agg(F.expr("bit_or(shiftleft(CAST(1 AS BIGINT), bit))").alias("kept_bits"))
-    )  # fmt: skip
+    kept_places = with_nth_set_bit(
+        placed.where(F.col("kind") == F.lit(_SNAPSHOT)), "_in_bits", F.col("rank") - F.col("_from") + 1, "bit"
+    )
+    return kept_places.groupBy("walk", F.col("_in_word").alias("word")).agg(
+        F.expr("bit_or(shiftleft(CAST(1 AS BIGINT), bit))").alias("kept_bits")
+    )
