@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from transforms.gold.generations import GROUP, GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
@@ -170,30 +170,29 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     these rows gives what it gives over all commits, at either level: a group's minute ends are the ends
     of its partitions' ones, and a group-probed minute keeps every commit of each of its partitions.
     """
-    # Each probed group by a number, not its two strings: the commits are aggregated by group partition
-    # and minute, and at 50M commits a night the keys' hashing and comparing was most of that time.
-    # (A few rows ranked in one window partition, named so: unnamed, Spark warns of it in the job's log.)
-    one_window = Window.partitionBy(F.lit(0)).orderBy(*GROUP)
-    numbered = F.broadcast(rebalances.select(*GROUP).distinct().withColumn("_group", F.dense_rank().over(one_window)))
-    key = ["_group", "topic", "partition"]
-    leaver_minutes = (
-        _leaver_probes(_leavers(rebalances), assignments)
-        .join(numbered, on=list(GROUP), how="inner")
-        .select(*key, _minute(F.col("join_completed_at")).alias("minute"))
+    leaver_minutes = _leaver_probes(_leavers(rebalances), assignments).select(
+        *OFFSET_KEY, _minute(F.col("join_completed_at")).alias("minute")
     )
-    pauses = _pause_probes(rebalances).join(numbered, on=list(GROUP), how="inner")
+    pauses = _pause_probes(rebalances)
     group_minutes = functools.reduce(
-        DataFrame.unionByName, [pauses.select("_group", _minute(F.col(at)).alias("minute")) for at in PAUSE_PROBE_TIMES]
+        DataFrame.unionByName, [pauses.select(*GROUP, _minute(F.col(at)).alias("minute")) for at in PAUSE_PROBE_TIMES]
     )
+    probed_groups = F.broadcast(rebalances.select(*GROUP).distinct())
     flagged = (
-        commits.join(numbered, on=list(GROUP), how="inner")
-        .select(*key, "record_at", _minute(F.col("record_at")).alias("minute"))
-        .join(F.broadcast(leaver_minutes.distinct().withColumn("is_probed", F.lit(True))), [*key, "minute"], "left")
-        .join(F.broadcast(group_minutes.distinct().withColumn("is_group_probed", F.lit(True))), ["_group", "minute"],
-            "left")
-    )  # fmt: skip
-    times = _minute_ends_and_probed(flagged, key, F.col("is_probed") | F.col("is_group_probed"))
-    return times.join(numbered, on="_group", how="inner").select(*OFFSET_KEY, "record_at")
+        commits.join(probed_groups, on=list(GROUP), how="left_semi")
+        .select(*OFFSET_KEY, "record_at", _minute(F.col("record_at")).alias("minute"))
+        .join(
+            F.broadcast(leaver_minutes.distinct().withColumns({"is_probed": F.lit(True)})),
+            on=[*OFFSET_KEY, "minute"],
+            how="left",
+        )
+        .join(
+            F.broadcast(group_minutes.distinct().withColumns({"is_group_probed": F.lit(True)})),
+            on=[*GROUP, "minute"],
+            how="left",
+        )
+    )
+    return _minute_ends_and_probed(flagged, OFFSET_KEY, F.col("is_probed") | F.col("is_group_probed"))
 
 
 def _last_own_records(left: DataFrame, share_member_records: DataFrame) -> DataFrame:
