@@ -128,6 +128,10 @@ def evaluate_group_partitions(
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
     records = held_on_disk(metrics_carry.records_to_evaluate(carry, recent, whole, starts))
     facts = materialized(metrics_carry.group_partition_facts(records, min_distance_ms=settings.status_min_distance_ms))
+    # The records' buckets as bitmaps, once for both the snapshots' walk and the carry's cut.
+    words = held_on_disk(
+        metrics_carry.group_partition_words(records, facts, min_distance_ms=settings.status_min_distance_ms)
+    )
 
     end_offsets = cluster_rows(spark, config, END_OFFSETS, ops.end_offsets_schema)
     needed = metrics_reach.snapshots_needed_from(facts, starts).localCheckpoint()
@@ -147,7 +151,7 @@ def evaluate_group_partitions(
         .unionByName(end_offsets.join(whole_partitions, on=list(PARTITION), how="left_semi"))
         .localCheckpoint()
     )
-    seen, lag_rows = _lag_of(records, facts, snapshots, starts, settings)
+    seen, lag_rows = _lag_of(records, facts, words, snapshots, starts, settings)
     # A time lag found without a point at or below the committed offset may have one before the window:
     # those topic partitions are evaluated again from all their snapshots (each is evaluated on its own).
     uncertain = (
@@ -163,6 +167,7 @@ def evaluate_group_partitions(
         seen_again, lag_again = _lag_of(
             records.join(uncertain, on=list(PARTITION), how="left_semi"),
             facts.join(uncertain, on=list(PARTITION), how="left_semi"),
+            words,
             all_snapshots,
             starts,
             settings,
@@ -189,16 +194,22 @@ def evaluate_group_partitions(
         partial=metrics_carry.partial_carries(carry, starts),
         hold=materialized,
         lives=facts,
+        words=words,
     )
     carry_rows = carry.join(starts, on=list(OFFSET_KEY), how="left_anti").unionByName(tails.select(*carry.columns))
     return lag_rows, status_rows, carry_rows
 
 
 def _lag_of(
-    records: DataFrame, facts: DataFrame, snapshots: DataFrame, starts: DataFrame, settings: GoldSettings
+    records: DataFrame,
+    facts: DataFrame,
+    words: DataFrame,
+    snapshots: DataFrame,
+    starts: DataFrame,
+    settings: GoldSettings,
 ) -> tuple[DataFrame, DataFrame]:
     """(records seen by the snapshots, lag rows from each group partition's start on), materialised.
-    `facts`: the records' metrics_carry.group_partition_facts."""
+    `facts`, `words`: the records' metrics_carry.group_partition_facts and group_partition_words."""
     seen = held_on_disk(
         records_seen_by_snapshots(
             records,
@@ -207,6 +218,7 @@ def _lag_of(
             min_distance_ms=settings.status_min_distance_ms,
             hold=materialized,
             facts=facts,
+            words=words,
         )
     )
     return seen, held_on_disk(metrics_reach.filter_before_start(lag.lag(seen, snapshots), starts, "observed_at"))

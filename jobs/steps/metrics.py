@@ -17,7 +17,15 @@ from jobs.metrics_increments import continue_metrics
 from jobs.metrics_writes import CARRY, NOTE_TABLE, STEP, can_continue_from, input_versions, metrics_note, write_table
 from jobs.runs import JobRun
 from jobs.steps.share_backlog import share_backlog
-from jobs.tables import END_OFFSETS, METRICS_TABLES, Materialize, cluster_rows, materialized, table_location
+from jobs.tables import (
+    END_OFFSETS,
+    METRICS_TABLES,
+    Materialize,
+    cluster_rows,
+    held_on_disk,
+    materialized,
+    table_location,
+)
 from jobs.watermarks import ChangesUnavailable, covered_versions
 from schemas import gold, ops
 from transforms.gold import group_daily, lag, metrics_carry, snapshot_horizon, status
@@ -34,10 +42,12 @@ def build_metrics(
     as_of: date | None,
     store: Materialize,
     facts: DataFrame | None = None,
+    words: DataFrame | None = None,
 ) -> None:
     """Silver `offset_commits` + `end_offsets` snapshots + gold `generations` and `rebalances` (any clusters)
-    -> every table of METRICS_TABLES, handed to `store` in dependency order. `facts`: offset_commits'
-    metrics_carry.group_partition_facts, when the caller holds them already."""
+    -> every table of METRICS_TABLES, handed to `store` in dependency order. `facts`, `words`:
+    offset_commits' metrics_carry.group_partition_facts and group_partition_words, when the caller holds
+    them already."""
     # lag and consumer_status read only the records near snapshots; found once, kept on disk for both.
     seen = snapshot_horizon.records_seen_by_snapshots(
         offset_commits,
@@ -46,6 +56,7 @@ def build_metrics(
         min_distance_ms=settings.status_min_distance_ms,
         hold=materialized,
         facts=facts,
+        words=words,
     ).persist(StorageLevel.DISK_ONLY)
     try:
         lag_rows = store("lag", lag.lag(seen, end_offsets))
@@ -121,9 +132,13 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         or group_daily.last_activity_day(history["generations"], group_daily.commits_per_day(offset_commits)).first()[0]
     )
     commit_note = metrics_note(config.cluster, versions, last_day)
-    # One aggregation of every record for what both the carry and the snapshots' walk start from.
+    # One aggregation of every record for what both the carry and the snapshots' walk start from, and one
+    # into their buckets' bitmaps, which both read.
     facts = materialized(
         metrics_carry.group_partition_facts(offset_commits, min_distance_ms=settings.status_min_distance_ms)
+    )
+    words = held_on_disk(
+        metrics_carry.group_partition_words(offset_commits, facts, min_distance_ms=settings.status_min_distance_ms)
     )
     carry = metrics_carry.carry_tails(
         offset_commits,
@@ -131,6 +146,7 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         min_distance_ms=settings.status_min_distance_ms,
         hold=materialized,
         lives=facts,
+        words=words,
     )
     write_table(spark, config, CARRY, carry, commit_note, "")
 
@@ -148,5 +164,6 @@ def metrics_from_scratch(spark: SparkSession, config: Config, run: JobRun, versi
         config.run_date,
         store,
         facts,
+        words,
     )
     run.count_tables(METRICS_TABLES)

@@ -24,6 +24,7 @@ from transforms.gold.metrics_carry import (
     first_record_time,
     group_partition_facts,
     group_partition_starts,
+    group_partition_words,
     record_time,
 )
 from transforms.gold.offsets import OFFSET_KEY, filter_invisible_offset_records
@@ -155,8 +156,13 @@ def test_one_aggregation_of_the_records_serves_the_carry_the_walk_and_the_snapsh
     facts = group_partition_facts(frame, min_distance_ms=MINUTE_MS).localCheckpoint()
 
     carried = carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, lives=facts)
-    expected = _tails_by_ranking_every_record(frame)
-    assert Counter(map(tuple, carried.collect())) == Counter(map(tuple, expected.collect()))
+    expected = Counter(map(tuple, _tails_by_ranking_every_record(frame).collect()))
+    assert Counter(map(tuple, carried.collect())) == expected
+    # The bitmaps of the group partitions without a tombstone, shared with the walk: the others' are made.
+    words = group_partition_words(frame, facts, min_distance_ms=MINUTE_MS).localCheckpoint()
+    assert 0 < words.select("walk").distinct().count() < facts.count()
+    from_words = carry_tails(frame, intervals=INTERVALS, min_distance_ms=MINUTE_MS, lives=facts, words=words)
+    assert Counter(map(tuple, from_words.collect())) == expected
     # What snapshot_horizon's walk and metrics_reach read, as each would aggregate it from the records.
     first_seen = (
         filter_invisible_offset_records(frame)

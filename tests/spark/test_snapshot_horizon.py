@@ -12,7 +12,7 @@ from chispa import assert_df_equality
 from schemas import ops
 from tests.gold_rows import CLUSTER, at, commit, commits
 from transforms.gold import lag, status
-from transforms.gold.metrics_carry import group_partition_facts
+from transforms.gold.metrics_carry import group_partition_facts, group_partition_words
 from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 
 INTERVALS = 3
@@ -90,6 +90,12 @@ def test_the_walk_started_from_the_records_facts_held_by_the_caller_keeps_the_sa
         offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held, facts=facts
     )
     assert_df_equality(from_facts, seen, ignore_row_order=True)
+    words = group_partition_words(offset_commits, facts, min_distance_ms=MIN_DISTANCE_MS).localCheckpoint()
+    from_words = records_seen_by_snapshots(
+        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held, facts=facts,
+        words=words,
+    )  # fmt: skip
+    assert_df_equality(from_words, seen, ignore_row_order=True)
 
 
 def _random_estate(draw: random.Random) -> tuple[list[dict], list[tuple[str, int, float]]]:
@@ -142,14 +148,20 @@ def _kept_by_definition(rows: list[dict], snapshots: list[tuple[str, int, float]
     return kept
 
 
-@pytest.mark.parametrize("seed", [26, 27])
-def test_the_records_kept_equal_the_definition_on_random_group_partitions(spark, seed):
+@pytest.mark.parametrize("seed, shared", [(26, False), (27, True)], ids=["own bitmaps", "the carry's bitmaps"])
+def test_the_records_kept_equal_the_definition_on_random_group_partitions(spark, seed, shared):
     rows, snapshots = _random_estate(random.Random(seed))
     end_offsets = spark.createDataFrame(
         [(CLUSTER, topic, partition, 0, at(seconds)) for topic, partition, seconds in snapshots], ops.end_offsets_schema
     )
+    offset_commits = commits(spark, rows)
+    given = {}
+    if shared:
+        facts = group_partition_facts(offset_commits, min_distance_ms=MIN_DISTANCE_MS).localCheckpoint()
+        words = group_partition_words(offset_commits, facts, min_distance_ms=MIN_DISTANCE_MS).localCheckpoint()
+        given = {"facts": facts, "words": words}
     seen = records_seen_by_snapshots(
-        commits(spark, rows), end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held
+        offset_commits, end_offsets, intervals=INTERVALS, min_distance_ms=MIN_DISTANCE_MS, hold=_held, **given
     )
     kept = [row.source_offset for row in seen.collect()]
     assert len(kept) == len(set(kept))

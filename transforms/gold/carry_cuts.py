@@ -1,5 +1,6 @@
 """The cut of metrics_carry.carry_tails, found without sorting a night's records: per group partition
-(OFFSET_KEY) facts by hash aggregation, then its counted buckets as bitmaps, 64 buckets a row, by another.
+(OFFSET_KEY) facts by hash aggregation, then its counted buckets as bitmaps, 64 buckets a row, by another
+(snapshot_horizon walks the same bitmaps).
 
 A night's records are hardly fewer than their min-distance buckets (a commit a second), so any sort of
 them, or a struct's minimum or maximum of them (which Spark aggregates by sorting), costs as much as the
@@ -18,9 +19,9 @@ from pyspark.sql import functions as F
 from schemas.metrics_carry import LOG_POSITION
 from transforms.gold.offsets import OFFSET_KEY
 
-# Buckets per word of the cut's bitmaps (a long's bits); a bucket's place in its word:
+# Buckets per word of the bitmaps (a long's bits): a bucket's word is bucket >> WORD_SHIFT.
 WORD_BUCKETS = 64
-_OFFSET = f"pmod(_bucket, {WORD_BUCKETS})"
+WORD_SHIFT = WORD_BUCKETS.bit_length() - 1
 
 
 def group_partition_lives(visible: DataFrame) -> DataFrame:
@@ -29,6 +30,7 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
     records would each aggregate again (a pass over tens of millions of records costs as much as its
     aggregation): first_record_at (the earliest record time, untimed records aside), has_untimed_record
     and is_kept_whole (a tombstone among them: snapshot_horizon keeps such group partitions whole).
+    Each group partition is numbered (`walk`), the key of its bucket_words: hold the result.
 
     Aggregated by source partition first (first_tombstone_offsets).
     """
@@ -48,7 +50,9 @@ def group_partition_lives(visible: DataFrame) -> DataFrame:
         F.min("first_record_at").alias("first_record_at"),
         F.max("has_untimed_record").alias("has_untimed_record"),
     )
-    return lives.withColumn("is_kept_whole", F.col("_first_tombstone_position").isNotNull())
+    return lives.withColumns(
+        {"is_kept_whole": F.col("_first_tombstone_position").isNotNull(), "walk": F.monotonically_increasing_id()}
+    )
 
 
 def first_tombstone_offsets() -> list[Column]:
@@ -79,24 +83,28 @@ def beside(rows: DataFrame, per_key: DataFrame, how: str = "inner") -> DataFrame
     return rows.join(other, on=same_key, how=how).drop(*[f"_key_{name}" for name in OFFSET_KEY])
 
 
-def cuts(counted: DataFrame, kept: int) -> DataFrame:
-    """(OFFSET_KEY, _bucket) of each counted record -> (OFFSET_KEY, _first_bucket: the earliest of the
-    last `kept` distinct counted buckets, or of all when there are fewer; _holds_every_bucket: there
-    are no more than `kept`).
-
-    One hash aggregation of the records into words of WORD_BUCKETS buckets, each a bitmap of the buckets
-    its records are in; then, of these few rows, the words ranked from the latest back and the cut's
-    bucket read from the bits of the word it falls in."""
-    words = counted.groupBy(*OFFSET_KEY, F.expr(f"(_bucket - {_OFFSET}) div {WORD_BUCKETS}").alias("_word")).agg(
-        F.expr(f"bit_or(shiftleft(CAST(1 AS BIGINT), CAST({_OFFSET} AS INT)))").alias("_bits")
+def bucket_words(rows: DataFrame) -> DataFrame:
+    """Rows with walk (a group partition's number) and _bucket -> (walk, _word, _bits): per word of
+    WORD_BUCKETS buckets, a bitmap of the buckets the rows are in. One hash aggregation: a night's
+    records become a few rows per minute."""
+    place = F.col("_bucket").bitwiseAND(WORD_BUCKETS - 1).cast("int")
+    return rows.groupBy("walk", F.shiftright("_bucket", WORD_SHIFT).alias("_word")).agg(
+        F.bit_or(F.call_function("shiftleft", F.lit(1).cast("long"), place)).alias("_bits")
     )
-    later_first = Window.partitionBy(*OFFSET_KEY).orderBy(F.col("_word").desc())
+
+
+def cuts(words: DataFrame, kept: int) -> DataFrame:
+    """bucket_words of each group partition's counted records -> (walk, _first_bucket: the earliest of the
+    last `kept` distinct counted buckets, or of all when there are fewer; _holds_every_bucket: there
+    are no more than `kept`): the words ranked from the latest back and the cut's bucket read from the
+    bits of the word it falls in."""
+    later_first = Window.partitionBy("walk").orderBy(F.col("_word").desc())
     counted_words = words.withColumn("_count", F.bit_count("_bits")).withColumns(
         {
             "_after": F.coalesce(
                 F.sum("_count").over(later_first.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)
             ),
-            "_total": F.sum("_count").over(Window.partitionBy(*OFFSET_KEY)),
+            "_total": F.sum("_count").over(Window.partitionBy("walk")),
         }
     )
     target = F.least(F.lit(kept), F.col("_total"))
@@ -104,7 +112,7 @@ def cuts(counted: DataFrame, kept: int) -> DataFrame:
     # The word's buckets from its latest down: the cut is the (target - _after)-th of them.
     from_lowest = F.col("_count") - (target - F.col("_after")) + 1
     return with_nth_set_bit(in_word, "_bits", from_lowest, "_place").select(
-        *OFFSET_KEY,
+        "walk",
         (F.col("_word") * F.lit(WORD_BUCKETS) + F.col("_place")).cast("long").alias("_first_bucket"),
         (F.col("_total") <= F.lit(kept)).alias("_holds_every_bucket"),
     )

@@ -74,6 +74,7 @@ def carry_tails(
     partial: DataFrame | None = None,
     hold: Callable[[DataFrame], DataFrame] = lambda rows: rows,
     lives: DataFrame | None = None,
+    words: DataFrame | None = None,
 ) -> DataFrame:
     """Visible offset records (any clusters) -> metrics_carry rows: of each group partition, the records
     of its first life (before its first tombstone in the log) in its last `intervals` + 1 non-empty
@@ -86,7 +87,8 @@ def carry_tails(
 
     No pass sorts the records (transforms/gold/carry_cuts.py). `hold` materialises the frames of a few
     rows per group partition that later passes read (the caller's: jobs.tables.materialized). `lives`:
-    group_partition_facts of `records`, when held already."""
+    group_partition_facts of `records`, when held already; `words`: their group_partition_words (then
+    only the records of group partitions with a tombstone are read for the cut, when there are any)."""
     visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms).withColumn(
         "_position", _position()
     )
@@ -98,8 +100,17 @@ def carry_tails(
         & (F.col("_bucket") < F.col("_first_tombstone_bucket")),
         F.lit(True),
     )
-    counted = carry_cuts.beside(visible, lives).where(is_counted).select(*OFFSET_KEY, "_bucket")
-    cuts = carry_cuts.beside(lives, hold(carry_cuts.cuts(counted, intervals + 1)), how="left").select(
+    if words is None:
+        counted = carry_cuts.bucket_words(carry_cuts.beside(visible, lives).where(is_counted))
+    else:
+        tombstoned = lives.where(F.col("is_kept_whole"))
+        counted = words
+        if not tombstoned.isEmpty():
+            counted = counted.unionByName(
+                carry_cuts.bucket_words(carry_cuts.beside(visible, tombstoned).where(is_counted))
+            )
+    cut_rows = hold(carry_cuts.cuts(counted, intervals + 1))
+    cuts = lives.join(cut_rows, on="walk", how="left").select(
         *OFFSET_KEY,
         "_first_tombstone_position",
         "_first_bucket",
@@ -128,8 +139,23 @@ def carry_tails(
 def group_partition_facts(records: DataFrame, *, min_distance_ms: int) -> DataFrame:
     """Offset records -> one row per group partition of its visible ones (carry_cuts.group_partition_lives):
     what carry_tails cuts by, where snapshot_horizon's walk starts and what metrics_reach reads snapshots
-    from, found in one aggregation of the records instead of one each. Hold it: all three read it."""
+    from, found in one aggregation of the records instead of one each. Hold it: all three read it, and
+    its numbers (`walk`) key group_partition_words."""
     return carry_cuts.group_partition_lives(_with_bucket(filter_invisible_offset_records(records), min_distance_ms))
+
+
+def group_partition_words(records: DataFrame, facts: DataFrame, *, min_distance_ms: int) -> DataFrame:
+    """Offset records + their held group_partition_facts -> carry_cuts.bucket_words of the visible records
+    of each group partition without a tombstone (walk, _word, _bits): what carry_tails cuts and
+    snapshot_horizon walks, found in one aggregation of the records instead of one each."""
+    visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms)
+    untombstoned = facts.where(~F.col("is_kept_whole")).select(*OFFSET_KEY, "walk")
+    return carry_cuts.bucket_words(carry_cuts.beside(visible, untombstoned))
+
+
+def bucket_of(at: Column, min_distance_ms: int) -> Column:
+    """A record's min-distance bucket (an untimed record's is before every timed one's)."""
+    return _bucket(record_time(at), min_distance_ms)
 
 
 def first_record_time() -> Column:
