@@ -88,28 +88,15 @@ def carry_tails(
     No pass sorts the records (transforms/gold/carry_cuts.py). `hold` materialises the frames of a few
     rows per group partition that later passes read (the caller's: jobs.tables.materialized). `lives`:
     group_partition_facts of `records`, when held already; `words`: their group_partition_words (then
-    only the records of group partitions with a tombstone are read for the cut, when there are any)."""
+    the records are read once more, for the rows kept, not for the cut)."""
     visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms).withColumn(
         "_position", _position()
     )
     if lives is None:
         lives = hold(carry_cuts.group_partition_lives(visible))
-    # A record of the first life in a bucket before the earliest tombstone's: its bucket counts.
-    is_counted = F.coalesce(
-        (F.col("_position") < F.col("_first_tombstone_position"))
-        & (F.col("_bucket") < F.col("_first_tombstone_bucket")),
-        F.lit(True),
-    )
     if words is None:
-        counted = carry_cuts.bucket_words(carry_cuts.beside(visible, lives).where(is_counted))
-    else:
-        tombstoned = lives.where(F.col("is_kept_whole"))
-        counted = words
-        if not tombstoned.isEmpty():
-            counted = counted.unionByName(
-                carry_cuts.bucket_words(carry_cuts.beside(visible, tombstoned).where(is_counted))
-            )
-    cut_rows = hold(carry_cuts.cuts(counted, intervals + 1))
+        words = _counted_words(visible, lives)
+    cut_rows = hold(carry_cuts.cuts(words, intervals + 1))
     cuts = lives.join(cut_rows, on="walk", how="left").select(
         *OFFSET_KEY,
         "_first_tombstone_position",
@@ -145,12 +132,25 @@ def group_partition_facts(records: DataFrame, *, min_distance_ms: int) -> DataFr
 
 
 def group_partition_words(records: DataFrame, facts: DataFrame, *, min_distance_ms: int) -> DataFrame:
-    """Offset records + their held group_partition_facts -> carry_cuts.bucket_words of the visible records
-    of each group partition without a tombstone (walk, _word, _bits): what carry_tails cuts and
-    snapshot_horizon walks, found in one aggregation of the records instead of one each."""
-    visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms)
-    untombstoned = facts.where(~F.col("is_kept_whole")).select(*OFFSET_KEY, "walk")
-    return carry_cuts.bucket_words(carry_cuts.beside(visible, untombstoned))
+    """Offset records + their held group_partition_facts -> carry_cuts.bucket_words of the records each
+    group partition's carry is cut by (walk, _word, _bits): every visible record of one without a
+    tombstone, which snapshot_horizon walks too. One aggregation of the records for both."""
+    visible = _with_bucket(filter_invisible_offset_records(records), min_distance_ms).withColumn(
+        "_position", _position()
+    )
+    return _counted_words(visible, facts)
+
+
+def _counted_words(visible: DataFrame, lives: DataFrame) -> DataFrame:
+    """Visible records with _bucket and _position + their group_partition_lives -> the bucket_words of
+    the records the cut counts: of the first life, in a bucket before the earliest tombstone's."""
+    is_counted = F.coalesce(
+        (F.col("_position") < F.col("_first_tombstone_position"))
+        & (F.col("_bucket") < F.col("_first_tombstone_bucket")),
+        F.lit(True),
+    )
+    tombstones = lives.select(*OFFSET_KEY, "walk", "_first_tombstone_position", "_first_tombstone_bucket")
+    return carry_cuts.bucket_words(carry_cuts.beside(visible, tombstones).where(is_counted))
 
 
 def bucket_of(at: Column, min_distance_ms: int) -> Column:

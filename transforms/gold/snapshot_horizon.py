@@ -91,7 +91,9 @@ def _near_snapshots(
     if words is None:
         words = bucket_words(walked.where(~F.col("is_kept_whole")))
     else:
-        words = words.join(numbered.select("walk"), on="walk", how="left_semi")
+        # The caller's are the carry's: those of group partitions with a tombstone count only their first life.
+        walked_whole = numbered.where(~F.col("is_kept_whole")).select("walk")
+        words = words.join(walked_whole, on="walk", how="left_semi")
     snapshots = (
         numbered.join(end_offsets.select(*PARTITION, "observed_at"), on=list(PARTITION), how="inner")
         .where((F.col("observed_at") >= F.col("first_record_at")) & ~F.col("is_kept_whole"))
