@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 
 from schemas import ops
 from tests.gold_rows import CLUSTER, at, commit, commits
-from transforms.gold import lag, status
+from transforms.gold import lag, snapshot_horizon, status
 from transforms.gold.metrics_carry import group_partition_facts, group_partition_words
 from transforms.gold.snapshot_horizon import records_seen_by_snapshots
 
@@ -148,8 +148,15 @@ def _kept_by_definition(rows: list[dict], snapshots: list[tuple[str, int, float]
     return kept
 
 
-@pytest.mark.parametrize("seed, shared", [(26, False), (27, True)], ids=["own bitmaps", "the carry's bitmaps"])
-def test_the_records_kept_equal_the_definition_on_random_group_partitions(spark, seed, shared):
+@pytest.mark.parametrize(
+    "seed, shared, broadcast_masks",
+    [(26, False, 4_000_000), (27, True, 4_000_000), (28, True, 0)],
+    ids=["own bitmaps", "the carry's bitmaps", "kept words past the broadcast hint's limit"],
+)
+def test_the_records_kept_equal_the_definition_on_random_group_partitions(
+    spark, monkeypatch, seed, shared, broadcast_masks
+):
+    monkeypatch.setattr(snapshot_horizon, "_BROADCAST_MASKS", broadcast_masks)
     rows, snapshots = _random_estate(random.Random(seed))
     end_offsets = spark.createDataFrame(
         [(CLUSTER, topic, partition, 0, at(seconds)) for topic, partition, seconds in snapshots], ops.end_offsets_schema
