@@ -1,14 +1,22 @@
 """How the history step keeps and writes its rows: the rows of classic groups framed from a row of the
-table (transforms/gold/frames.py), and the stores that replace the cluster's or the touched groups' rows."""
+table (transforms/gold/frames.py), and the stores that replace the cluster's or the touched groups' rows.
+
+The rows a run keeps (a framed group's assignments before its frame row, a settled rebalance's movements
+and what-if rows) stay where the table holds them: the run deletes the touched groups' other rows and adds
+the ones it computed, in one MERGE. Rewritten with the rest, they made every night write again nearly the
+whole of those tables (nearly every group is touched each night), a cost that grew with the history.
+"""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.tables import (
-    Materialize,
     cluster_rows,
     gold_rows,
     held_on_disk,
@@ -16,13 +24,15 @@ from jobs.tables import (
     sql_string_literal,
     table_location,
 )
-from jobs.watermarks import cluster_predicate, write_noted
+from jobs.watermarks import cluster_predicate, noting, recording_empty_commits, write_noted
 from transforms.gold import frames
 from transforms.gold.generations import GROUP, REBALANCE
 
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
 # rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
 MAX_LISTED_GROUPS = 1000
+# A MERGE source's column telling the markers of rows to delete from the rows to add.
+_MARKER = "_is_deletion_marker"
 
 
 def _group_predicate(config: Config, group_ids: list[str]) -> str:
@@ -38,24 +48,25 @@ def taken_up(
     settled: DataFrame,
     starts: DataFrame,
 ) -> frames.TakenUp:
-    """The classic groups framed from a row of the table, and their rows before it (read before the run
-    rewrites them)."""
+    """The classic groups framed from a row of the table, and their generation rows before it (read
+    before the run rewrites them)."""
     framed = materialized(frames.frame_rows(touched_generations, touched_rebalances, settled, starts))
-    kept_generations = held_on_disk(frames.before_frames(touched_generations, framed))
-    kept_assignments = held_on_disk(
-        cluster_rows(spark, config, "generation_assignments").join(
-            kept_generations.where(F.col("generation").isNotNull()).select(*REBALANCE),
-            on=list(REBALANCE),
-            how="left_semi",
-        )
-    )
-    return frames.TakenUp(framed, kept_generations, kept_assignments)
+    return frames.TakenUp(framed, held_on_disk(frames.before_frames(touched_generations, framed)))
 
 
-def cluster_store(spark: SparkSession, config: Config, commit_note: str) -> Materialize:
+class Store(Protocol):
+    """Stores a history table's rows and returns the rows it then holds for them, cut from their lineage.
+    `kept` (REBALANCE keys): the rows the table holds of these stay as they are, and `rows` are the others."""
+
+    def __call__(self, name: str, rows: DataFrame, kept: DataFrame | None = None) -> DataFrame: ...
+
+
+def cluster_store(spark: SparkSession, config: Config, commit_note: str) -> Store:
     """Replaces the cluster's rows of each table; returns them as read back (short lineage)."""
 
-    def store(name: str, rows: DataFrame) -> DataFrame:
+    def store(name: str, rows: DataFrame, kept: DataFrame | None = None) -> DataFrame:
+        if kept is not None:
+            raise ValueError(f"{name}: a run from scratch keeps no rows of the table")
         location = table_location(spark, config.table(name))
         write_noted(gold_rows(name, rows), location, commit_note, cluster_predicate(config.cluster))
         return cluster_rows(spark, config, name)
@@ -63,7 +74,7 @@ def cluster_store(spark: SparkSession, config: Config, commit_note: str) -> Mate
     return store
 
 
-def groups_store(spark: SparkSession, config: Config, commit_note: str, groups: DataFrame, count: int) -> Materialize:
+def groups_store(spark: SparkSession, config: Config, commit_note: str, groups: DataFrame, count: int) -> Store:
     """Replaces the rows of `groups` in each table (the others stay); returns theirs as read back."""
     listed = count <= MAX_LISTED_GROUPS
     predicate = (
@@ -72,9 +83,12 @@ def groups_store(spark: SparkSession, config: Config, commit_note: str, groups: 
         else cluster_predicate(config.cluster)
     )
 
-    def store(name: str, rows: DataFrame) -> DataFrame:
-        location = table_location(spark, config.table(name))
+    def store(name: str, rows: DataFrame, kept: DataFrame | None = None) -> DataFrame:
         rebuilt = gold_rows(name, rows)
+        if kept is not None:
+            _replace_all_but_kept(spark, config, commit_note, name, rebuilt, groups, kept)
+            return cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
+        location = table_location(spark, config.table(name))
         if not listed:
             kept = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_anti")
             rebuilt = materialized(kept.unionByName(rebuilt))
@@ -82,3 +96,39 @@ def groups_store(spark: SparkSession, config: Config, commit_note: str, groups: 
         return cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
 
     return store
+
+
+def _replace_all_but_kept(
+    spark: SparkSession,
+    config: Config,
+    commit_note: str,
+    name: str,
+    rows: DataFrame,
+    groups: DataFrame,
+    kept: DataFrame,
+) -> None:
+    """One MERGE: the rows of `groups` whose REBALANCE key is not in `kept` deleted, `rows` added.
+
+    The source holds a marker row per key to delete and the rows to add; only markers match (null-safe:
+    a row without a generation is matched by its marker too), only the others are inserted."""
+    existing = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
+    markers = (
+        existing.select(*REBALANCE)
+        .distinct()
+        .join(kept.select(*REBALANCE), on=list(REBALANCE), how="left_anti")
+        .withColumn(_MARKER, F.lit(True))
+    )
+    source = markers.unionByName(rows.withColumn(_MARKER, F.lit(False)), allowMissingColumns=True)
+    is_marked = " AND ".join(
+        [f"target.{cluster_predicate(config.cluster)}", f"source.{_MARKER}"]
+        + [f"target.{column} <=> source.{column}" for column in REBALANCE]
+    )
+    with noting(spark, commit_note), recording_empty_commits(spark):
+        (
+            DeltaTable.forName(spark, config.table(name))
+            .alias("target")
+            .merge(source.alias("source"), is_marked)
+            .whenMatchedDelete()
+            .whenNotMatchedInsertAll(condition=f"NOT source.{_MARKER}")
+            .execute()
+        )

@@ -90,6 +90,16 @@ def noting(spark: SparkSession, commit_note: str) -> Iterator[None]:
         spark.conf.unset(_COMMIT_NOTE_CONF)
 
 
+@contextmanager
+def recording_empty_commits(spark: SparkSession) -> Iterator[None]:
+    """Delta commits inside even when they add and remove nothing: the note must move on."""
+    spark.conf.set(_RECORD_EMPTY_COMMITS_CONF, "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset(_RECORD_EMPTY_COMMITS_CONF)
+
+
 def write_noted(rows: DataFrame, location: str, commit_note: str, replace_where: str | None = None) -> None:
     """Appends `rows` to the Delta table at `location` (or atomically replaces the rows matching the SQL
     predicate `replace_where`) in one commit carrying `commit_note`, committed even when there are no
@@ -100,11 +110,8 @@ def write_noted(rows: DataFrame, location: str, commit_note: str, replace_where:
         writer = writer.mode("append")
     else:
         writer = writer.mode("overwrite").option("replaceWhere", replace_where)
-    spark.conf.set(_RECORD_EMPTY_COMMITS_CONF, "false")
-    try:
+    with recording_empty_commits(spark):
         writer.save(location)
-    finally:
-        spark.conf.unset(_RECORD_EMPTY_COMMITS_CONF)
 
 
 def cluster_predicate(cluster: str) -> str:

@@ -8,8 +8,9 @@ other group keeps its rows. A touched classic group is framed again from a row o
 rows before that kept (transforms/gold/frames.py); a KIP-848, share or streams group from all its group
 records. Settled rebalances are kept as the table holds them and the others read only the commits from
 where their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for
-the night's stretch of history, not for all of it. With no note, a feed that does not reach
-back, or `--full`, the cluster is rebuilt from scratch (and noted).
+the night's stretch of history, not for all of it. The kept rebalances' rows and the assignments of the
+generations kept stay where the tables hold them, not written again (jobs/history_writes.py). With no
+note, a feed that does not reach back, or `--full`, the cluster is rebuilt from scratch (and noted).
 """
 
 from __future__ import annotations
@@ -64,8 +65,6 @@ from transforms.gold import (
 from transforms.gold.generations import GROUP, REBALANCE
 
 STEP = "history"
-# The tables whose rows of a settled rebalance are kept as they are, besides rebalances.
-SETTLED_ROWS = ("partition_movements", "rebalance_whatif")
 GROUP_RECORD_TABLES = ("group_metadata", "group_members", "consumer_group_records")
 
 
@@ -73,10 +72,10 @@ def build_history(
     silver: Mapping[str, DataFrame],
     topic_ids: DataFrame,
     settings: GoldSettings,
-    store: Materialize,
+    store: Materialize | history_writes.Store,
     groups: DataFrame | None = None,
     topic_names: DataFrame | None = None,
-    settled: Mapping[str, DataFrame] | None = None,
+    settled: DataFrame | None = None,
     silent: DataFrame | None = None,
     taken_up: frames.TakenUp | None = None,
     progress: Callable[[str], None] = lambda detail: None,
@@ -86,9 +85,10 @@ def build_history(
 
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
     group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
-    rebalance rows kept as they are (transforms/gold/resume.py); the others read commits from their
-    groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: classic groups
-    framed from a row of the table on (transforms/gold/frames.py)."""
+    rebalances kept as the tables hold them (transforms/gold/resume.py); the others read commits from
+    their groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: classic
+    groups framed from a row of the table on (transforms/gold/frames.py). With `settled`, `store` is a
+    history_writes.Store: the rows kept stay in their tables and only the others are handed to it."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     taken_up = taken_up or frames.nothing_taken_up(offset_commits.sparkSession)
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
@@ -110,9 +110,11 @@ def build_history(
     )
     gens = store("generations", all_generations)
     framed_gens = held_on_disk(frames.in_frames(gens, taken_up.frames))
-    assignments = store(
+    assignments = _store_beside(
+        store,
         "generation_assignments",
-        generations.explode_generation_assignments(framed_gens).unionByName(taken_up.assignments),
+        generations.explode_generation_assignments(framed_gens),
+        None if settled is None else taken_up.kept_generations(),
     )
     framed = held_on_disk(
         rebalances.logical_rebalances(
@@ -125,17 +127,13 @@ def build_history(
     commits = offsets.filter_uncounted_commits(offset_commits)
     share_member_records = epochs.share_member_records(group_records)
     if settled is None:
-        to_compute, kept = framed, {}
+        to_compute, kept = framed, None
         # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
         commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, commits))
     else:
         framed_or_before = framed.select(*REBALANCE).unionByName(frames.settled_by_frames(gens, taken_up.frames))
-        keys = settled["rebalances"].join(framed_or_before, on=list(REBALANCE), how="left_semi")
-        kept = {
-            name: rows.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
-            for name, rows in settled.items()
-        }
-        to_compute = held_on_disk(framed.join(keys.select(*REBALANCE), on=list(REBALANCE), how="left_anti"))
+        kept = settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi")
+        to_compute = held_on_disk(framed.join(kept, on=list(REBALANCE), how="left_anti"))
         commit_times = commit_times_read_by(
             to_compute, assignments, share_member_records, commits, progress, silent=silent
         )
@@ -151,17 +149,14 @@ def build_history(
         default_session_timeout_ms=settings.consumer_session_timeout_ms,
         default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
     )
-    rebalance_rows = store("rebalances", _with_kept(computed, kept, "rebalances"))
-    store(
-        "partition_movements",
-        _with_kept(rebalances.partition_movements(to_compute, changes), kept, "partition_movements"),
-    )
+    rebalance_rows = _store_beside(store, "rebalances", computed, kept)
+    _store_beside(store, "partition_movements", rebalances.partition_movements(to_compute, changes), kept)
     store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
     # A settled rebalance's replay reads only its own generations, final as it is.
     replayed = rebalance_rows.join(to_compute.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
     replay = held_on_disk(whatif_inputs.replay_inputs(replayed, gens))
     whatif_rows = whatif.rebalance_whatif(replay, replay_assignors(replay), replayed)
-    store("rebalance_whatif", _with_kept(whatif_rows, kept, "rebalance_whatif"))
+    _store_beside(store, "rebalance_whatif", whatif_rows, kept)
     store("generation_capacity", idle.generation_capacity(gens))
 
 
@@ -169,8 +164,11 @@ def _no_commits(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], "cluster string, group_id string")
 
 
-def _with_kept(computed: DataFrame, kept: Mapping[str, DataFrame], name: str) -> DataFrame:
-    return computed.unionByName(kept[name]) if name in kept else computed
+def _store_beside(
+    store: Materialize | history_writes.Store, name: str, computed: DataFrame, kept: DataFrame | None
+) -> DataFrame:
+    """Stores `computed` beside the table's rows of the `kept` REBALANCE keys (replacing all when None)."""
+    return store(name, computed) if kept is None else store(name, computed, kept)
 
 
 def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:
@@ -272,12 +270,6 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     taken_up = history_writes.taken_up(spark, config, touched_generations, touched_rebalances, settled, starts)
     run.counts["generations_kept"] = taken_up.generations.count()
     run.counts["rebalances_kept"] = settled.count()
-    kept = {
-        name: materialized(
-            cluster_rows(spark, config, name).join(settled.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
-        )
-        for name in SETTLED_ROWS
-    }
     store = history_writes.groups_store(spark, config, commit_note, groups, count)
     build_history(
         silver,
@@ -286,7 +278,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         store,
         groups=groups,
         topic_names=names,
-        settled={"rebalances": settled, **kept},
+        settled=settled,
         silent=silent,
         taken_up=taken_up,
         progress=lambda detail: run.progress(STEP, detail),

@@ -39,6 +39,7 @@ from jobs.steps.decode import SILVER_SCHEMAS
 from jobs.steps.ingest import read_inputs
 from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, cluster_rows, ensure_table, materialized
 from jobs.tables import table_location as location_of
+from jobs.watermarks import changes_since, current_version
 from tests.delta_compare import canonical
 from tests.lab_tables import CAPTURES
 from transforms import silver
@@ -171,7 +172,8 @@ def cooperative_rounds(spark, config) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def nights(spark, spark_config):
-    """Runs the nights; per night: the run's counts, its tables, the cooperative group's rounds."""
+    """Runs the nights; per night: the run's counts, its tables, the cooperative group's rounds, and each
+    history table's version after the run."""
     return _run_nights(spark, replace(spark_config, database=DATABASE, cluster=CLUSTER))
 
 
@@ -194,7 +196,8 @@ def _run_nights(spark, config):
             counts = run_history(spark, config)
         finally:
             history_writes.MAX_LISTED_GROUPS = listed
-        results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config)))
+        versions = {name: current_version(spark, config.table(name)) for name in HISTORY_TABLES}
+        results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config), versions))
     return config, lab, results
 
 
@@ -223,7 +226,7 @@ def test_later_nights_name_topic_ids_from_the_kept_pairs_and_their_own_commits(n
     deletes commits without one, so no pair can be gone: every later night continues from the table."""
     _, _, results = nights
     assert [counts["commit_topic_names_continued"] for counts, *_ in results] == [0, 1, 1, 1, 1]
-    pairs = [len(tables[TOPIC_NAMES]) for _, tables, _ in results]
+    pairs = [len(tables[TOPIC_NAMES]) for _, tables, *_ in results]
     assert 0 < pairs[0] <= pairs[2] == pairs[3] == pairs[4], pairs
 
 
@@ -290,3 +293,26 @@ def test_a_classic_group_is_taken_up_from_a_row_of_the_table(nights):
     _, _, results = nights
     kept = [counts.get("generations_kept", 0) for counts, *_ in results]
     assert kept == [0, 0, 3, 0, 0], kept
+
+
+def test_rows_kept_stay_where_the_tables_hold_them(spark, nights):
+    """Night 3 keeps cooperative-sticky's generations 0-2 and its rebalances closing at 1 and 3: the run
+    neither deletes nor adds their assignments, rebalances, movements or what-if rows (rewriting them
+    every night made a night's writes grow with the history), and it does replace the group's others."""
+    config, _, results = nights
+    before, after = results[1][3], results[2][3]
+    kept_keys = {
+        "generation_assignments": [0, 1, 2],
+        "rebalances": [1, 3],
+        "partition_movements": [1, 3],
+        "rebalance_whatif": [1, 3],
+    }
+    for name, generations in kept_keys.items():
+        changed = (
+            changes_since(spark, config.table(name), before[name], after[name])
+            .where((F.col("cluster") == F.lit(CLUSTER)) & (F.col("group_id") == F.lit("cooperative-sticky")))
+            .select("generation", "_change_type")
+            .collect()
+        )
+        assert not [row for row in changed if row["generation"] in generations], (name, changed)
+        assert any(row["generation"] not in generations for row in changed), f"{name}: the group's others replaced"

@@ -48,21 +48,20 @@ FRAMES_SCHEMA = (
 
 @dataclass(frozen=True)
 class TakenUp:
-    """Framed groups (`frames`: FRAME_COLUMNS) and their generation and assignment rows before their
-    frame rows, as the tables held them before the run."""
+    """Framed groups (`frames`: FRAME_COLUMNS) and their generation rows before their frame rows, as the
+    table held them before the run (their assignments stay in theirs)."""
 
     frames: DataFrame
     generations: DataFrame
-    assignments: DataFrame
+
+    def kept_generations(self) -> DataFrame:
+        """REBALANCE keys of the generations kept: the table's assignments of these are kept too."""
+        return self.generations.where(F.col("generation").isNotNull()).select(*REBALANCE)
 
 
 def nothing_taken_up(spark: SparkSession) -> TakenUp:
     """Every group framed from its first record (a run from scratch)."""
-    return TakenUp(
-        spark.createDataFrame([], FRAMES_SCHEMA),
-        spark.createDataFrame([], gold.generations_schema),
-        spark.createDataFrame([], gold.generation_assignments_schema),
-    )
+    return TakenUp(spark.createDataFrame([], FRAMES_SCHEMA), spark.createDataFrame([], gold.generations_schema))
 
 
 def frame_rows(generations: DataFrame, rebalances: DataFrame, settled: DataFrame, starts: DataFrame) -> DataFrame:
