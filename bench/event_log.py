@@ -1,6 +1,6 @@
 """Where a nightly's time goes, step by step, from Spark's event log and the job's progress lines.
 
-    .venv/bin/python -m bench.event_log EVENT_LOG JOB_LOG [--top 8] [--timeline STEP]
+    .venv/bin/python -m bench.event_log EVENT_LOG JOB_LOG [--top 8] [--timeline STEP] [--stages EXECUTION]
 
 Run the nightly with `"spark.eventLog.enabled" = "true"` and `"spark.eventLog.dir" = "file:///some/dir"`
 in its config's [spark.conf] (a rolled v2 log is a directory of events_N_* files, zstd-compressed: pass the
@@ -12,8 +12,11 @@ alone (planning, Delta commits and snapshots, the metastore, Python). Then each 
 with the most task-seconds, each outlined by its plan (the operators that sort or move every row, and
 the tables it scans: plan_outline), which is usually enough to find its code. `--timeline STEP` then
 lists every execution of that step in the order it ran, with the driver's gap before each: where a
-step's time goes when it is spread over many small queries (the twenty-fourth session's night 7). The
-sixth and nineteenth sessions' profiles in bench/README.md were made this way.
+step's time goes when it is spread over many small queries (the twenty-fourth session's night 7).
+`--stages EXECUTION` then lists the stages of one execution (and those run under it) by task time, with
+their tasks and the rows they read from files and from shuffles and wrote to shuffles: which pass over
+the data costs, and whether one runs twice (the twenty-seventh session's range sample). The sixth and
+nineteenth sessions' profiles in bench/README.md were made this way.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from bench.scans import scanned_table
 
 STEPS = ("ingest", "decode", "history", "metrics", "views")
+STAGE_METRICS = ("tasks", "task_ms", "input_rows", "shuffle_read_rows", "shuffle_written_rows")
 STEP_LINE = re.compile(r"^\[\w+\s+([\d.]+)s\] (\w+)$")
 
 
@@ -41,6 +45,7 @@ class EventLog:
     jobs: dict[int, list[int | None]] = field(default_factory=dict)  # id -> [submitted, completed]
     job_execution: dict[int, int | None] = field(default_factory=dict)
     tasks: list[tuple[int, int, int]] = field(default_factory=list)  # (launched, finished, stage)
+    stage_metrics: dict[int, Counter] = field(default_factory=dict)  # id -> STAGE_METRICS summed over tasks
     stage_execution: dict[int, int | None] = field(default_factory=dict)
     executions: dict[int, tuple[int, int | None, str]] = field(default_factory=dict)  # id -> (start, root, text)
     plans: dict[int, tuple[Counter, set[str]]] = field(default_factory=dict)  # id -> plan_outline of what ran
@@ -111,6 +116,7 @@ def read_event_log(lines: Iterator[str]) -> EventLog:
         elif kind == "SparkListenerTaskEnd":
             info = event["Task Info"]
             log.tasks.append((info["Launch Time"], info["Finish Time"], event["Stage ID"]))
+            log.stage_metrics.setdefault(event["Stage ID"], Counter()).update(_task_metrics(event))
         elif kind.endswith("SQLExecutionStart"):
             root = event.get("rootExecutionId")
             log.executions[event["executionId"]] = (event["time"], root, (event.get("description") or "")[:60])
@@ -118,6 +124,28 @@ def read_event_log(lines: Iterator[str]) -> EventLog:
         elif kind.endswith("SQLAdaptiveExecutionUpdate"):  # the plan that ran, re-planned by adaptive execution
             log.plans[event["executionId"]] = plan_outline(event.get("sparkPlanInfo"))
     return log
+
+
+def _task_metrics(event: dict) -> dict[str, int]:
+    info, metrics = event["Task Info"], event.get("Task Metrics") or {}
+    return {
+        "tasks": 1,
+        "task_ms": info["Finish Time"] - info["Launch Time"],
+        "input_rows": metrics.get("Input Metrics", {}).get("Records Read", 0),
+        "shuffle_read_rows": metrics.get("Shuffle Read Metrics", {}).get("Total Records Read", 0),
+        "shuffle_written_rows": metrics.get("Shuffle Write Metrics", {}).get("Shuffle Records Written", 0),
+    }
+
+
+def stage_rows(log: EventLog, execution: int) -> list[dict]:
+    """The stages of `execution` and of those run under it that ran a task (adaptive execution skips
+    some it planned), the costliest first: STAGE_METRICS each."""
+    rows = [
+        {"stage": stage, **{name: metrics[name] for name in STAGE_METRICS}}
+        for stage, metrics in log.stage_metrics.items()
+        if _root(log, log.stage_execution.get(stage)) == execution
+    ]
+    return sorted(rows, key=lambda row: (-row["task_ms"], row["stage"]))
 
 
 def step_starts(job_log: str) -> list[tuple[str, float]]:
@@ -213,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("job_log", type=Path)
     parser.add_argument("--top", type=int, default=8, help="executions shown per step")
     parser.add_argument("--timeline", choices=STEPS, help="then every execution of this step, in order")
+    parser.add_argument("--stages", type=int, metavar="EXECUTION", help="then the stages of this execution")
     args = parser.parse_args(argv)
     job_log = args.job_log.read_text()
     starts = step_starts(job_log)
@@ -238,6 +267,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'':10} {ms / 1000:6.1f} task-s  execution {execution}: {text}  [{outline_text(log, execution)}]")
     if args.timeline and args.timeline in dict(starts):
         print_timeline(log, args.timeline, starts, run_end, started_ms)
+    if args.stages is not None:
+        print(
+            f"\nexecution {args.stages}: its stages by task time (rows: read from files, shuffle read, shuffle written)"
+        )
+        for row in stage_rows(log, args.stages):
+            print(
+                f"  stage {row['stage']:5}  task-s {row['task_ms'] / 1000:7.2f}  tasks {row['tasks']:4}  rows"
+                f" {row['input_rows']:>12,} {row['shuffle_read_rows']:>12,} {row['shuffle_written_rows']:>12,}"
+            )
     return 0
 
 

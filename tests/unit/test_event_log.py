@@ -24,11 +24,16 @@ def events() -> list[str]:
             {"Event": "SparkListenerJobEnd", "Job ID": job_id, "Completion Time": T0 + completed},
         ]  # fmt: skip
 
-    def task(stage, launched, finished):
-        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+    def task(stage, launched, finished, metrics=None):
+        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage, "Task Metrics": metrics,
                 "Task Info": {"Launch Time": T0 + launched, "Finish Time": T0 + finished}}  # fmt: skip
 
     start = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
+    moved = {
+        "Input Metrics": {"Records Read": 10},
+        "Shuffle Read Metrics": {"Total Records Read": 3},
+        "Shuffle Write Metrics": {"Shuffle Records Written": 4},
+    }
     return [
         json.dumps(line)
         for line in [
@@ -41,7 +46,7 @@ def events() -> list[str]:
             *job(1, 4000, 4500, [1], 2),  # history: two overlapping jobs, 1 s of its 2 s running
             *job(2, 4200, 5000, [2], 3),
             task(1, 4000, 4500),
-            task(2, 4200, 5000),
+            task(2, 4200, 5000, moved),
             # metrics: no job at all
         ]
     ]
@@ -112,3 +117,20 @@ def test_the_timeline_option_prints_the_steps_executions(tmp_path, capsys):
     printed = capsys.readouterr().out.split("history: its executions in order")[1].strip().splitlines()[1:]
     assert len(printed) == 1 and "jobs   2" in printed[0] and "task-s    1.3" in printed[0]
     assert printed[0].split()[0] == "0.0s" and "execution 2:" in printed[0]
+
+
+def test_an_executions_stages_are_listed_by_task_time_with_the_rows_they_moved(tmp_path, capsys):
+    log = event_log.read_event_log(iter(events()))
+    # Execution 2's own stage and that of execution 3, run under it; a task without metrics moved no row.
+    assert event_log.stage_rows(log, 2) == [
+        {"stage": 2, "tasks": 1, "task_ms": 800, "input_rows": 10, "shuffle_read_rows": 3, "shuffle_written_rows": 4},
+        {"stage": 1, "tasks": 1, "task_ms": 500, "input_rows": 0, "shuffle_read_rows": 0, "shuffle_written_rows": 0},
+    ]
+    assert [row["stage"] for row in event_log.stage_rows(log, 1)] == [0]
+    assert event_log.stage_rows(log, 3) == []  # it runs under 2: its stages are 2's
+    (tmp_path / "events").write_text("\n".join(events()))
+    (tmp_path / "job.log").write_text(JOB_LOG)
+    assert event_log.main([str(tmp_path / "events"), str(tmp_path / "job.log"), "--stages", "2"]) == 0
+    printed = capsys.readouterr().out.split("execution 2: its stages")[1].strip().splitlines()[1:]
+    assert [line.split()[1] for line in printed] == ["2", "1"]
+    assert printed[0].split()[-3:] == ["10", "3", "4"]
