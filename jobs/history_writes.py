@@ -1,10 +1,11 @@
 """How the history step keeps and writes its rows: the rows of classic groups framed from a row of the
 table (transforms/gold/frames.py), and the stores that replace the cluster's or the touched groups' rows.
 
-The rows a run keeps (a framed group's assignments before its frame row, a settled rebalance's movements
-and what-if rows) stay where the table holds them: the run deletes the touched groups' other rows and adds
-the ones it computed, in one MERGE. Rewritten with the rest, they made every night write again nearly the
-whole of those tables (nearly every group is touched each night), a cost that grew with the history.
+The rows a run keeps (a framed group's assignments before its frame row; a settled rebalance's own row,
+its movements and what-if rows) stay where the table holds them: the run deletes the touched groups'
+other rows and adds the ones it computed, in one MERGE. Rewritten with the rest, they made every night
+write again nearly the whole of those tables (nearly every group is touched each night), a cost that
+grew with the history.
 """
 
 from __future__ import annotations
