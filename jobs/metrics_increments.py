@@ -126,7 +126,9 @@ def evaluate_group_partitions(
         )
     whole = commits if hows.get(metrics_carry.WHOLE) else commits.limit(0)
     carry = cluster_rows(spark, config, CARRY, metrics_carry_schema)
-    records = held_on_disk(metrics_carry.records_to_evaluate(carry, recent, whole, starts))
+    # Not held: each pass reads the few columns it needs from the files again, which cost less than
+    # writing a night's records whole to local disk first (a fifth of a continuing night's metrics).
+    records = metrics_carry.records_to_evaluate(carry, recent, whole, starts)
     facts = materialized(metrics_carry.group_partition_facts(records, min_distance_ms=settings.status_min_distance_ms))
     # The records' buckets as bitmaps, once for both the snapshots' walk and the carry's cut.
     words = held_on_disk(
