@@ -1,11 +1,11 @@
 """How the history step keeps and writes its rows: the rows of classic groups framed from a row of the
 table (transforms/gold/frames.py), and the stores that replace the cluster's or the touched groups' rows.
 
-The rows a run keeps (a framed group's assignments before its frame row; a settled rebalance's own row,
-its movements and what-if rows) stay where the table holds them: the run deletes the touched groups'
-other rows and adds the ones it computed, in one MERGE. Rewritten with the rest, they made every night
-write again nearly the whole of those tables (nearly every group is touched each night), a cost that
-grew with the history.
+The rows a run keeps (a framed group's generations before its frame row, their assignments and
+capacity; a settled rebalance's own row, its movements and what-if rows) stay where the table holds them:
+the run deletes the touched groups' other rows and adds the ones it computed, in one MERGE per table.
+Rewritten with the rest, they made every night write again nearly the whole of those tables (nearly every
+group is touched each night), a cost that grew with the history.
 """
 
 from __future__ import annotations
@@ -113,12 +113,7 @@ def _replace_all_but_kept(
     The source holds a marker row per key to delete and the rows to add; only markers match (null-safe:
     a row without a generation is matched by its marker too), only the others are inserted."""
     existing = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
-    markers = (
-        existing.select(*REBALANCE)
-        .distinct()
-        .join(kept.select(*REBALANCE), on=list(REBALANCE), how="left_anti")
-        .withColumn(_MARKER, F.lit(True))
-    )
+    markers = frames.without_keys(existing.select(*REBALANCE).distinct(), kept).withColumn(_MARKER, F.lit(True))
     source = markers.unionByName(rows.withColumn(_MARKER, F.lit(False)), allowMissingColumns=True)
     is_marked = " AND ".join(
         [f"target.{cluster_predicate(config.cluster)}", f"source.{_MARKER}"]

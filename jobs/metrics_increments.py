@@ -8,8 +8,10 @@ comes out the same (each is rebuilt from inputs, or copied where nothing reached
 
 A night, for one cluster (transforms/gold/metrics_carry.py says why each part is exact):
 1. Changes: offset_commits and end_offsets through the Change Data Feed since the covered versions;
-   generations and rebalances (whose feed may be off) as the difference between the covered version and
-   now of the few columns group_daily reads.
+   generations and rebalances through theirs too, netted to the rows of the few columns group_daily
+   reads that differ between the covered version and now (history deletes and writes again unchanged
+   rows). A table whose feed was off for part of that range (made by an earlier version) starts the
+   step over.
 2. lag, consumer_status: each group partition a change reaches, from its start on, from the carried
    records (metrics_carry) + silver's records from the night's earliest start on (late data: the group
    partition's whole history), and its topic partition's snapshots from SNAPSHOT_LOOKBACK before
@@ -43,7 +45,7 @@ from jobs.metrics_writes import (
 )
 from jobs.runs import JobRun
 from jobs.tables import END_OFFSETS, cluster_rows, held_on_disk, materialized
-from jobs.watermarks import ChangesUnavailable, changes_since
+from jobs.watermarks import ChangesUnavailable, changes_since, net_changes
 from schemas import gold, ops
 from schemas.metrics_carry import metrics_carry_schema
 from transforms.gold import lag, metrics_carry, metrics_reach, status
@@ -79,29 +81,19 @@ def input_changes(spark: SparkSession, config: Config, name: str, covered: int, 
 
 def history_changes(spark: SparkSession, config: Config, name: str, covered: int, now: int) -> DataFrame:
     """Rows of a gold history table (the columns group_daily reads) in one of its covered and current
-    versions and not the other, with `is_removed` for the covered side."""
+    versions and not the other, with `is_removed` for the covered side, materialized: from the table's
+    change feed (the rows history rewrote), not a comparison of the two versions whole, which grew with
+    the history."""
     columns = ["cluster", "group_id", *HISTORY_COLUMNS[name]]
     current = cluster_rows(spark, config, name, gold.GOLD_SCHEMAS[name]).select(*columns)
     if covered == now:
-        return current.limit(0).withColumn("is_removed", F.lit(False))
+        return materialized(current.limit(0).withColumn("is_removed", F.lit(False)))
     if covered < 0:
-        before = current.limit(0)
-    else:
-        try:
-            before = (
-                spark.read.format("delta")
-                .option("versionAsOf", covered)
-                .table(config.table(name))
-                .where(F.col("cluster") == F.lit(config.cluster))
-                .select(*columns)
-            )
-            before.schema  # noqa: B018 -- resolving the plan is what checks the version is there
-        except Exception as error:
-            raise ChangesUnavailable(f"{config.table(name)}: version {covered} is gone") from error
-    return (
-        before.exceptAll(current)
-        .withColumn("is_removed", F.lit(True))
-        .unionByName(current.exceptAll(before).withColumn("is_removed", F.lit(False)))
+        return materialized(current.withColumn("is_removed", F.lit(False)))
+    if now < covered:
+        raise ChangesUnavailable(f"{config.table(name)}: version {now} is before the covered {covered}")
+    return net_changes(spark, config.table(name), covered, now, columns).where(
+        F.col("cluster") == F.lit(config.cluster)
     )
 
 
@@ -250,8 +242,7 @@ def continue_metrics(
         spark, config, END_OFFSETS, covered[END_OFFSETS], versions[END_OFFSETS], ops.end_offsets_schema
     ).localCheckpoint()
     history_changed = {
-        name: history_changes(spark, config, name, covered[name], versions[name]).localCheckpoint()
-        for name in HISTORY_COLUMNS
+        name: history_changes(spark, config, name, covered[name], versions[name]) for name in HISTORY_COLUMNS
     }
     covered_last_day = day_of(covered[LAST_DAY])
     changed = (earliest_commit_changes, snapshots_changed, *history_changed.values())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from jobs.appended_files import blind_appends, read_appended
 from jobs.delta_tables import DeltaTable
-from jobs.tables import sql_string_literal
+from jobs.tables import materialized, sql_string_literal
 
 # Spark's session setting that Delta copies into the userMetadata of every commit made while it is set.
 _COMMIT_NOTE_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -133,13 +133,9 @@ def changes_since(spark: SparkSession, table: str, covered: int, until: int) -> 
 
     Versions that only appended files are read as those files (jobs.appended_files: the change feed
     reads them at twice the CPU), the others through the change feed."""
-    try:
+    with _reading_feed(table, covered + 1):
         feed = _change_feed(spark, table, covered + 1, until)
         appended = blind_appends(spark, table, covered + 1, until) if until > covered else {}
-    except Exception as error:
-        if any(code in str(error) for code in _NO_CHANGES_ERRORS):
-            raise ChangesUnavailable(f"{table}: no change data feed from version {covered + 1}") from error
-        raise
     if not appended:
         return feed
     columns = StructType([field for field in feed.schema.fields if field.name not in _CHANGE_COLUMNS])
@@ -154,15 +150,50 @@ def changes_since(spark: SparkSession, table: str, covered: int, until: int) -> 
 _CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
-def _change_feed(spark: SparkSession, table: str, first: int, last: int) -> DataFrame:
-    changes = (
-        spark.read.format("delta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", first)
-        .option("endingVersion", last)
-        .table(table)
+def net_changes(spark: SparkSession, table: str, covered: int, until: int, columns: Sequence[str]) -> DataFrame:
+    """`columns` of the rows in `table` at version `covered` and not at `until` (`is_removed` true) or at
+    `until` and not at `covered` (false), as multisets: what the table's change feed adds and removes
+    in between, netted, so that a row deleted and written again unchanged is no change. Materialized;
+    raises ChangesUnavailable as changes_since."""
+    feed = _feed(spark, table, covered + 1, until)
+    is_removal = F.col("_change_type").isin(CHANGE_DELETE, "update_preimage")
+    removed, added = feed.where(is_removal).select(*columns), feed.where(~is_removal).select(*columns)
+    netted = (
+        removed.exceptAll(added)
+        .withColumn("is_removed", F.lit(True))
+        .unionByName(added.exceptAll(removed).withColumn("is_removed", F.lit(False)))
     )
-    changes.schema  # noqa: B018 -- resolving the plan is what checks the range
+    with _reading_feed(table, covered + 1):  # Delta finds a version without the feed only as it reads it
+        return materialized(netted)
+
+
+def _feed(spark: SparkSession, table: str, first: int, last: int) -> DataFrame:
+    """Every change of versions `first` to `last` (raises ChangesUnavailable)."""
+    with _reading_feed(table, first):
+        changes = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", first)
+            .option("endingVersion", last)
+            .table(table)
+        )
+        changes.schema  # noqa: B018 -- resolving the plan is what checks the range
+    return changes
+
+
+@contextmanager
+def _reading_feed(table: str, first: int) -> Iterator[None]:
+    """Delta's errors for a range the feed does not cover (off, or its files vacuumed) as ChangesUnavailable."""
+    try:
+        yield
+    except Exception as error:
+        if any(code in str(error) for code in _NO_CHANGES_ERRORS):
+            raise ChangesUnavailable(f"{table}: no change data feed from version {first}") from error
+        raise
+
+
+def _change_feed(spark: SparkSession, table: str, first: int, last: int) -> DataFrame:
+    changes = _feed(spark, table, first, last)
     # The commit's time is not read downstream, and the blind appends read as files have none.
     return changes.where(F.col("_change_type") != F.lit("update_preimage")).drop("_commit_timestamp")
 

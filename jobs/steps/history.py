@@ -8,9 +8,10 @@ other group keeps its rows. A touched classic group is framed again from a row o
 rows before that kept (transforms/gold/frames.py); a KIP-848, share or streams group from all its group
 records. Settled rebalances are kept as the table holds them and the others read only the commits from
 where their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for
-the night's stretch of history, not for all of it. The kept rebalances' rows and the assignments of the
-generations kept stay where the tables hold them, not written again (jobs/history_writes.py). With no
-note, a feed that does not reach back, or `--full`, the cluster is rebuilt from scratch (and noted).
+the night's stretch of history, not for all of it. The kept rebalances' rows and the generations kept,
+with their assignments and capacity, stay where the tables hold them, not written again
+(jobs/history_writes.py). With no note, a feed that does not reach back, or `--full`, the cluster is
+rebuilt from scratch (and noted).
 """
 
 from __future__ import annotations
@@ -103,18 +104,14 @@ def build_history(
     classic = generations.classic_generations(
         *(frames.in_frames(silver[name], taken_up.frames) for name in ("group_metadata", "group_members"))
     )
-    all_generations = (
-        frames.continued(classic, taken_up.frames)
-        .unionByName(taken_up.generations)
-        .unionByName(epochs.consumer_group_generations(group_records, names))
+    computed_generations = frames.continued(classic, taken_up.frames).unionByName(
+        epochs.consumer_group_generations(group_records, names)
     )
-    gens = store("generations", all_generations)
+    kept_generations = None if settled is None else taken_up.kept_generations()
+    gens = _store_beside(store, "generations", computed_generations, kept_generations)
     framed_gens = held_on_disk(frames.in_frames(gens, taken_up.frames))
     assignments = _store_beside(
-        store,
-        "generation_assignments",
-        generations.explode_generation_assignments(framed_gens),
-        None if settled is None else taken_up.kept_generations(),
+        store, "generation_assignments", generations.explode_generation_assignments(framed_gens), kept_generations
     )
     framed = held_on_disk(
         rebalances.logical_rebalances(
@@ -157,7 +154,12 @@ def build_history(
     replay = held_on_disk(whatif_inputs.replay_inputs(replayed, gens))
     whatif_rows = whatif.rebalance_whatif(replay, replay_assignors(replay), replayed)
     _store_beside(store, "rebalance_whatif", whatif_rows, kept)
-    store("generation_capacity", idle.generation_capacity(gens))
+    # A generation's capacity reads the rows before it (idle_since) and its successor's time: computed over
+    # all of the group's, those of the generations kept are kept as the table holds them.
+    capacity = idle.generation_capacity(gens)
+    if kept_generations is not None:
+        capacity = frames.without_keys(capacity, kept_generations)
+    _store_beside(store, "generation_capacity", capacity, kept_generations)
 
 
 def _no_commits(spark: SparkSession) -> DataFrame:

@@ -4,7 +4,8 @@ the change feed's rows, and it reads the feed only for the versions that are not
 
 The table meets what the jobs' tables meet: appends to one and to two partitions, an empty commit (a
 step's note), a MERGE that updates and inserts, a DELETE, a schema change, and a table with deletion
-vectors (which Parquet alone cannot read as Delta does)."""
+vectors (which Parquet alone cannot read as Delta does). jobs.watermarks.net_changes, the feed netted
+to what differs between two versions, is checked on the same table."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 
 from jobs.appended_files import blind_appends
 from jobs.delta_tables import DeltaTable
-from jobs.watermarks import changes_since, current_version, write_noted
+from jobs.watermarks import ChangesUnavailable, changes_since, current_version, net_changes, write_noted
 
 SCHEMA = "cluster string, record_id string, offset long, payload binary"
 
@@ -91,6 +92,49 @@ def test_every_range_gives_the_change_feeds_rows(spark, history):
         assert sorted(changes_since(spark, table, covered, until).collect()) == feed_rows(
             spark, table, covered, until
         ), f"versions {covered + 1}..{until}"
+
+
+def version_difference(spark, table: str, covered: int, until: int, columns: list[str]) -> list:
+    def at(version):
+        return spark.read.format("delta").option("versionAsOf", version).table(table).select(*columns)
+
+    before, after = at(covered), at(until)
+    return sorted(
+        before.exceptAll(after)
+        .withColumn("is_removed", F.lit(True))
+        .unionByName(after.exceptAll(before).withColumn("is_removed", F.lit(False)))
+        .collect()
+    )
+
+
+def test_net_changes_are_the_difference_of_the_two_versions(spark, history):
+    """What the metrics step reads of the history tables: the feed netted, for every range, equals the
+    two versions compared whole; rows deleted and written again unchanged (as a history run rewrites a
+    group) are no change, an update is its old row removed and its new one added."""
+    table, kinds = history
+    location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
+    write_noted(rows(spark, "b", range(3, 5)), location, '{"note": 2}', "cluster = 'b' AND offset IN (3, 4)")
+    kinds[current_version(spark, table)] = "rows written again unchanged"
+    spark.sql(f"UPDATE {table} SET offset = offset + 1 WHERE record_id = 'r31'")
+    kinds[current_version(spark, table)] = "update"
+    columns = ["cluster", "record_id", "offset"]
+    versions = sorted(kinds)
+    for covered, until in itertools.combinations(versions, 2):
+        assert sorted(net_changes(spark, table, covered, until, columns).collect()) == version_difference(
+            spark, table, covered, until, columns
+        ), f"versions {covered + 1}..{until}"
+    rewritten = max(version for version, kind in kinds.items() if kind == "rows written again unchanged")
+    assert net_changes(spark, table, rewritten - 1, rewritten, columns).isEmpty()
+    assert changes_since(spark, table, rewritten - 1, rewritten).count() == 4  # deleted and inserted: the feed has them
+
+
+def test_net_changes_of_a_range_without_the_feed_are_unavailable(spark):
+    table = "default.appended_files_no_feed"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster)")
+    rows(spark, "a", range(0, 3)).write.format("delta").mode("append").saveAsTable(table)
+    with pytest.raises(ChangesUnavailable, match="no change data feed"):
+        net_changes(spark, table, 0, current_version(spark, table), ["record_id"])
 
 
 def test_blind_appends_are_the_appends_and_the_empty_commit(spark, history):

@@ -297,12 +297,15 @@ def test_a_classic_group_is_taken_up_from_a_row_of_the_table(nights):
 
 def test_rows_kept_stay_where_the_tables_hold_them(spark, nights):
     """Night 3 keeps cooperative-sticky's generations 0-2 and its rebalances closing at 1 and 3: the run
-    neither deletes nor adds their assignments, rebalances, movements or what-if rows (rewriting them
-    every night made a night's writes grow with the history), and it does replace the group's others."""
+    neither deletes nor adds their generation, assignment, capacity, rebalance, movement or what-if rows
+    (rewriting them every night made a night's writes grow with the history), and it does replace the
+    group's others."""
     config, _, results = nights
     before, after = results[1][3], results[2][3]
     kept_keys = {
+        "generations": [0, 1, 2],
         "generation_assignments": [0, 1, 2],
+        "generation_capacity": [0, 1, 2],
         "rebalances": [1, 3],
         "partition_movements": [1, 3],
         "rebalance_whatif": [1, 3],

@@ -211,7 +211,9 @@ def apply_changes(spark, config, night: dict, history_changed: bool) -> set[str]
     def store(table: str, rows: DataFrame) -> DataFrame:
         kept = materialized(gold_rows(table, rows))
         if table in ("generations", "rebalances"):
-            ensure_table(spark, config.table(table), gold.GOLD_SCHEMAS[table], partition_by=("cluster",))
+            ensure_table(  # the feed on, as the history step makes them
+                spark, config.table(table), gold.GOLD_SCHEMAS[table], partition_by=("cluster",), change_feed=True
+            )
             replace_cluster_rows(spark, config.table(table), kept, CLUSTER)
         return kept
 

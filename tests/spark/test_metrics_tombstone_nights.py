@@ -94,8 +94,8 @@ def _ensure_inputs(spark, config) -> None:
         change_feed=True,
     )  # fmt: skip
     ensure_table(spark, config.table(END_OFFSETS), ops.end_offsets_schema, partition_by=("cluster",), change_feed=True)
-    for name in ("generations", "rebalances"):
-        ensure_table(spark, config.table(name), gold.GOLD_SCHEMAS[name], partition_by=("cluster",))
+    for name in ("generations", "rebalances"):  # the feed on, as the history step makes them
+        ensure_table(spark, config.table(name), gold.GOLD_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,8 @@ first record still, as is a group with a row outside its changes' partition, or 
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -55,8 +57,9 @@ class TakenUp:
     generations: DataFrame
 
     def kept_generations(self) -> DataFrame:
-        """REBALANCE keys of the generations kept: the table's assignments of these are kept too."""
-        return self.generations.where(F.col("generation").isNotNull()).select(*REBALANCE)
+        """REBALANCE keys of the generations kept (a deletion row's generation is null): the table's rows of
+        these stay, in generations and in the tables of one row per generation (assignments, capacity)."""
+        return self.generations.select(*REBALANCE)
 
 
 def nothing_taken_up(spark: SparkSession) -> TakenUp:
@@ -119,6 +122,15 @@ def frame_rows(generations: DataFrame, rebalances: DataFrame, settled: DataFrame
         .join(frame_row, on=[*GROUP, FRAME_OFFSET], how="inner")
         .select(*FRAME_COLUMNS)
     )
+
+
+def without_keys(rows: DataFrame, keys: DataFrame) -> DataFrame:
+    """`rows` whose REBALANCE key is not among `keys`, matched null-safe (a deletion row has no generation)."""
+    renamed = keys.select(*(F.col(column).alias(f"_key_{column}") for column in REBALANCE)).distinct()
+    is_key = functools.reduce(
+        operator.and_, (F.col(column).eqNullSafe(F.col(f"_key_{column}")) for column in REBALANCE)
+    )
+    return rows.join(renamed, on=is_key, how="left_anti")
 
 
 def _beside_frames(rows: DataFrame, frames: DataFrame) -> DataFrame:
