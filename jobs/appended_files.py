@@ -4,9 +4,11 @@ Delta's change feed is a relation that hands Spark its rows as external Row obje
 converted out of Spark's internal format and back, about twice the CPU of reading the same files
 (bench/README.md, nineteenth and twentieth sessions). A version that only added files of new data (a
 blind append: ingest's and decode's writes, nearly every version the nightly reads) has exactly those
-files' rows as its changes, every one an insert. `blind_appends` names those versions and their files,
+files' rows as its changes, every one an insert. `range_files` names those versions and their files,
 from Delta's own log (DeltaLog.getChanges, the list the change feed itself reads), so that a reader
-can take them as Parquet and the change feed only for the other versions (a MERGE, a delete).
+can take them as Parquet and the change feed only for the other versions (a MERGE, a delete); and
+every file the range's reading needs, so that a reader can tell that VACUUM deleted some before it
+starts (Delta itself fails only as it reads them, halfway through a step).
 
 Taken only where plain Parquet reads what Delta would: the table needs no reader feature (reader
 version 1: no column mapping, no deletion vectors), no protocol or schema change falls in the range,
@@ -17,6 +19,8 @@ taken: every version goes through the change feed.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +33,8 @@ from jobs.delta_tables import is_connect, table_location
 _NEUTRAL_ACTIONS = frozenset({"CommitInfo", "SetTransaction", "DomainMetadata"})
 # Actions that change how files are read: a range holding one is read through the change feed.
 _SCHEMA_ACTIONS = frozenset({"Protocol", "Metadata"})
+_FILE_ACTIONS = frozenset({"AddFile", "RemoveFile", "AddCDCFile"})
+_EXISTENCE_CHECKS_AT_ONCE = 16
 
 
 @dataclass(frozen=True)
@@ -40,40 +46,70 @@ class AppendedFiles:
     paths: tuple[str, ...]
 
 
-def blind_appends(spark: SparkSession, table: str, first: int, last: int) -> dict[int, list[AppendedFiles]]:
-    """The versions in [first, last] that only added files of new data, each with its files; empty when
-    Parquet cannot read the table as Delta would (see the module's docstring)."""
+@dataclass(frozen=True)
+class RangeFiles:
+    """What reading a range of versions needs: the blind appends Parquet can read (empty when it cannot
+    read the table as Delta would), and every file the change feed reads for the range."""
+
+    appended: dict[int, list[AppendedFiles]]
+    read: tuple[str, ...]
+
+
+def range_files(spark: SparkSession, table: str, first: int, last: int) -> RangeFiles | None:
+    """The files of versions [first, last], from Delta's log; None on Spark Connect (no JVM to ask)."""
     if is_connect(spark):
-        return {}
+        return None
     jvm = spark.sparkContext._jvm
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table_location(spark, table))
     defaults = (getattr(log, f"update$default${index}")() for index in (1, 2, 3))
-    snapshot = log.update(*defaults)
-    if snapshot.protocol().minReaderVersion() != 1:
-        return {}
-    data_path = log.dataPath().toString()
+    parquet_reads_it = log.update(*defaults).protocol().minReaderVersion() == 1
+    data_path = log.dataPath()
     absolute_path = jvm.org.apache.spark.sql.delta.util.DeltaFileOperations.absolutePath
     as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
     found: dict[int, list[AppendedFiles]] = {}
+    read: list[str] = []
     changes = log.getChanges(first, last, getattr(log, "getChanges$default$2")(), True)
     while changes.hasNext():
         version_and_actions = changes.next()
         version, actions = version_and_actions._1(), version_and_actions._2().iterator()
         by_partition: dict[tuple, list[str]] = {}
+        change_files, data_files = [], []
         blind = True
         while actions.hasNext():
             action = actions.next()
             kind = action.getClass().getSimpleName()
-            if kind in _SCHEMA_ACTIONS:
-                return {}
+            parquet_reads_it = parquet_reads_it and kind not in _SCHEMA_ACTIONS
+            path = absolute_path(data_path.toString(), action.path()).toString() if kind in _FILE_ACTIONS else None
+            if kind == "AddCDCFile":
+                change_files.append(path)
+            elif kind in _FILE_ACTIONS and action.dataChange():
+                data_files.append(path)
+                if action.deletionVector() is not None and action.deletionVector().isOnDisk():
+                    data_files.append(action.deletionVector().absolutePath(data_path).toString())
             if kind == "AddFile" and action.dataChange() and action.deletionVector() is None:
                 values = tuple(sorted(dict(as_java(action.partitionValues())).items()))
-                by_partition.setdefault(values, []).append(absolute_path(data_path, action.path()).toString())
+                by_partition.setdefault(values, []).append(path)
             elif kind not in _NEUTRAL_ACTIONS:
                 blind = False
+        # The feed reads a version's change files when it wrote any, else its added and removed files.
+        read += change_files or data_files
         if blind:
             found[version] = [AppendedFiles(version, values, tuple(paths)) for values, paths in by_partition.items()]
-    return found
+    return RangeFiles(found if parquet_reads_it else {}, tuple(read))
+
+
+def missing_files(spark: SparkSession, paths: Sequence[str]) -> list[str]:
+    """Those of `paths` that do not exist (VACUUM deletes the files of versions older than its retention),
+    asked a few at a time: on object storage each is a request."""
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
+
+    def exists(path: str) -> bool:
+        located = jvm.org.apache.hadoop.fs.Path(path)
+        return located.getFileSystem(hadoop_conf).exists(located)
+
+    with ThreadPoolExecutor(max_workers=_EXISTENCE_CHECKS_AT_ONCE) as pool:
+        return [path for path, present in zip(paths, pool.map(exists, paths), strict=True) if not present]
 
 
 def read_appended(spark: SparkSession, files: list[AppendedFiles], schema: StructType) -> DataFrame | None:

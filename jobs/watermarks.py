@@ -24,8 +24,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from jobs.appended_files import blind_appends, read_appended
-from jobs.delta_tables import DeltaTable
+from jobs.appended_files import RangeFiles, missing_files, range_files, read_appended
+from jobs.delta_tables import DeltaTable, is_connect
 from jobs.tables import materialized, sql_string_literal
 
 # Spark's session setting that Delta copies into the userMetadata of every commit made while it is set.
@@ -133,9 +133,9 @@ def changes_since(spark: SparkSession, table: str, covered: int, until: int) -> 
 
     Versions that only appended files are read as those files (jobs.appended_files: the change feed
     reads them at twice the CPU), the others through the change feed."""
-    with _reading_feed(table, covered + 1):
-        feed = _change_feed(spark, table, covered + 1, until)
-        appended = blind_appends(spark, table, covered + 1, until) if until > covered else {}
+    feed = _change_feed(spark, table, covered + 1, until)
+    files = _files_present(spark, table, covered + 1, until)
+    appended = files.appended if files is not None else {}
     if not appended:
         return feed
     columns = StructType([field for field in feed.schema.fields if field.name not in _CHANGE_COLUMNS])
@@ -147,6 +147,20 @@ def changes_since(spark: SparkSession, table: str, covered: int, until: int) -> 
     return functools.reduce(DataFrame.unionByName, parts)
 
 
+def _files_present(spark: SparkSession, table: str, first: int, last: int) -> RangeFiles | None:
+    """The range's files (None on Spark Connect, where they cannot be listed or checked); raises
+    ChangesUnavailable when VACUUM deleted any of them."""
+    if last < first:
+        return None
+    with _reading_feed(table, first):
+        files = range_files(spark, table, first, last)
+    if files is not None and (missing := missing_files(spark, files.read)):
+        raise ChangesUnavailable(
+            f"{table}: {len(missing):,} file(s) of versions {first}-{last} were deleted (VACUUM), e.g. {missing[0]}"
+        )
+    return files
+
+
 _CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
@@ -156,6 +170,7 @@ def net_changes(spark: SparkSession, table: str, covered: int, until: int, colum
     in between, netted, so that a row deleted and written again unchanged is no change. Materialized;
     raises ChangesUnavailable as changes_since."""
     feed = _feed(spark, table, covered + 1, until)
+    _files_present(spark, table, covered + 1, until)
     is_removal = F.col("_change_type").isin(CHANGE_DELETE, "update_preimage")
     removed, added = feed.where(is_removal).select(*columns), feed.where(~is_removal).select(*columns)
     netted = (
@@ -163,8 +178,7 @@ def net_changes(spark: SparkSession, table: str, covered: int, until: int, colum
         .withColumn("is_removed", F.lit(True))
         .unionByName(added.exceptAll(removed).withColumn("is_removed", F.lit(False)))
     )
-    with _reading_feed(table, covered + 1):  # Delta finds a version without the feed only as it reads it
-        return materialized(netted)
+    return materialized(netted)
 
 
 def _feed(spark: SparkSession, table: str, first: int, last: int) -> DataFrame:
@@ -177,7 +191,11 @@ def _feed(spark: SparkSession, table: str, first: int, last: int) -> DataFrame:
             .option("endingVersion", last)
             .table(table)
         )
-        changes.schema  # noqa: B018 -- resolving the plan is what checks the range
+        # Delta checks that the feed was on for the range as it plans the scan, not as it resolves it.
+        if is_connect(spark):
+            changes._explain_string(mode="simple")
+        else:
+            changes._jdf.queryExecution().executedPlan()
     return changes
 
 

@@ -10,11 +10,13 @@ to what differs between two versions, is checked on the same table."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.appended_files import blind_appends
+from jobs.appended_files import range_files
 from jobs.delta_tables import DeltaTable
 from jobs.watermarks import ChangesUnavailable, changes_since, current_version, net_changes, write_noted
 
@@ -38,6 +40,14 @@ def feed_rows(spark, table: str, covered: int, until: int) -> list:
         .drop("_commit_timestamp")
     )
     return sorted(feed.collect())
+
+
+def local(path: str) -> Path:
+    return Path(urlparse(path).path)
+
+
+def blind_appends(spark, table: str, first: int, last: int) -> dict:
+    return range_files(spark, table, first, last).appended
 
 
 def reads_change_feed(frame) -> bool:
@@ -128,13 +138,62 @@ def test_net_changes_are_the_difference_of_the_two_versions(spark, history):
     assert changes_since(spark, table, rewritten - 1, rewritten).count() == 4  # deleted and inserted: the feed has them
 
 
-def test_net_changes_of_a_range_without_the_feed_are_unavailable(spark):
+def test_a_range_before_the_feed_was_turned_on_is_unavailable(spark):
+    """A table an earlier version made without the feed: Delta finds it only as it plans the read, which
+    changes_since and net_changes do before they return (a step then starts over, before it writes)."""
     table = "default.appended_files_no_feed"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster)")
     rows(spark, "a", range(0, 3)).write.format("delta").mode("append").saveAsTable(table)
+    spark.sql(f"DELETE FROM {table} WHERE record_id = 'r1'")
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    turned_on = current_version(spark, table)
+    spark.sql(f"DELETE FROM {table} WHERE record_id = 'r2'")
+    now = current_version(spark, table)
     with pytest.raises(ChangesUnavailable, match="no change data feed"):
-        net_changes(spark, table, 0, current_version(spark, table), ["record_id"])
+        changes_since(spark, table, 0, now)
+    with pytest.raises(ChangesUnavailable, match="no change data feed"):
+        net_changes(spark, table, 0, now, ["record_id"])
+    assert [row["record_id"] for row in changes_since(spark, table, turned_on, now).collect()] == ["r2"]
+
+
+def test_a_range_whose_files_were_vacuumed_is_unavailable(spark):
+    """VACUUM deletes the change files and the removed files of versions older than its retention; Delta
+    fails only as it reads them (halfway through a step), so changes_since checks they exist first."""
+    table = "default.appended_files_vacuumed"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(
+        f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster)"
+        " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+    )
+    rows(spark, "a", range(0, 10)).unionByName(rows(spark, "b", range(0, 3))).write.format("delta").mode(
+        "append"
+    ).saveAsTable(table)
+    covered = current_version(spark, table)
+    spark.sql(f"DELETE FROM {table} WHERE record_id = 'r1'")  # writes a change file
+    spark.sql(f"DELETE FROM {table} WHERE cluster = 'b'")  # whole files: the feed reads the files removed
+    rows(spark, "a", range(10, 12)).write.format("delta").mode("append").saveAsTable(table)
+    appended = current_version(spark, table)
+    spark.sql(f"OPTIMIZE {table}")  # the appended files removed, in one of no data change
+    now = current_version(spark, table)
+    files = range_files(spark, table, covered + 1, now)
+    assert [path for path in files.read if "/_change_data/" in path], "the first DELETE wrote a change file"
+    assert [path for path in files.read if "/cluster=b/" in path], "the second DELETE's removed files"
+    assert all(local(path).exists() for path in files.read)
+    before = sorted(changes_since(spark, table, covered, now).collect())
+    assert before == feed_rows(spark, table, covered, now) and len(before) == 1 + 3 + 2
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM {table} RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert not any(local(path).exists() for path in files.read)
+    for first in range(covered, appended):
+        with pytest.raises(ChangesUnavailable, match=r"file\(s\) of versions .* were deleted \(VACUUM\)"):
+            changes_since(spark, table, first, now)
+        with pytest.raises(ChangesUnavailable, match=r"were deleted \(VACUUM\)"):
+            net_changes(spark, table, first, now, ["record_id"])
+    assert changes_since(spark, table, appended, now).isEmpty()  # OPTIMIZE changed no row
 
 
 def test_blind_appends_are_the_appends_and_the_empty_commit(spark, history):

@@ -97,8 +97,18 @@ FORGOTTEN_GROUP = "life-expired"  # forgotten on night 3
 PENDING_NIGHT = 2  # transactional commits resolved on that night are appended as pending, resolved the next
 
 
+_LAB_SILVER: dict[int, dict[str, DataFrame]] = {}
+
+
 def lab_silver(spark) -> dict[str, DataFrame]:
-    """The scenarios' silver rows (as decode makes them) in one cluster, each with its `night`."""
+    """The scenarios' silver rows (as decode makes them) in one cluster, each with its `night`; made once
+    per session (tests/spark/test_vacuumed_changes.py takes them too)."""
+    if id(spark) not in _LAB_SILVER:
+        _LAB_SILVER[id(spark)] = _decoded_lab_silver(spark)
+    return _LAB_SILVER[id(spark)]
+
+
+def _decoded_lab_silver(spark) -> dict[str, DataFrame]:
     raw = None
     for scenario in SCENARIOS:
         path = CAPTURES / "kafka-4.2.1" / scenario
