@@ -9,6 +9,8 @@ ids' hashes, so that raw = decoded + quarantined can still be checked once raw h
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -16,7 +18,8 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
-from jobs.tables import RAW_RECORDS, held_on_disk, sql_string_literal
+from jobs.runs import InvariantViolation
+from jobs.tables import RAW_RECORDS, cluster_rows, held_on_disk, sql_string_literal
 from jobs.watermarks import CHANGE_DELETE, CHANGE_INSERT, note, notes, noting
 from transforms.decoder.log_transactions import TXN_PENDING
 
@@ -24,6 +27,8 @@ RETENTION = "retention"
 RETIRED_RECORDS, RETIRED_ID_SUM = "retired_records", "retired_id_sum"
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp", "is_inserted", "is_deleted")
 # What merge_resolved_transactions reads of each resolved record.
+# The tables a raw record lands in, exactly one each (jobs.steps.decode checks it).
+LANDING_TABLES = ("offset_commits", "group_metadata", "consumer_group_records", "share_group_state", "quarantine")
 RESOLVED_COLUMNS = ("record_id", "txn_state", "source_partition", "source_offset", "record_at")
 # Up to this many revisited records (record ids) are broadcast; more (a large forget) are joined by a shuffle.
 BROADCAST_REVISITED_MAX = 200_000
@@ -72,6 +77,35 @@ def retire(spark: SparkSession, config: Config, condition: Column) -> int:
     with noting(spark, note(RETENTION, config.cluster, totals)):
         delete_records(spark, table, doomed, config.cluster)
     return row["rows"]
+
+
+def retired_rows(
+    spark: SparkSession, config: Config, raw: DataFrame, baseline: Mapping[str, int], tables: Sequence[str]
+) -> dict[str, DataFrame] | None:
+    """Each of `tables`' rows of the records raw retention deleted since `baseline` (the running totals
+    when silver was last decoded from scratch), so that silver decoded from `raw` again keeps them: the
+    records the landing tables hold and raw does not. None when retention deleted none since.
+
+    Raises InvariantViolation when those are not exactly the records retention deleted (their count and
+    id sum): a forget's records whose decode never ran are among them, and which to keep cannot be told."""
+    now = retired_so_far(spark, config)
+    retired = {key: now[key] - baseline.get(key, 0) for key in (RETIRED_RECORDS, RETIRED_ID_SUM)}
+    if retired[RETIRED_RECORDS] == 0:
+        return None
+    raw_ids = raw.select("record_id")
+    held = functools.reduce(
+        DataFrame.unionByName, [cluster_rows(spark, config, name).select("record_id") for name in LANDING_TABLES]
+    )
+    gone = held.join(raw_ids, on="record_id", how="left_anti")
+    found = gone.agg(F.count(F.lit(1)).alias("rows"), record_id_hash_sum().alias("ids")).first()
+    if (found["rows"], int(found["ids"])) != (retired[RETIRED_RECORDS], retired[RETIRED_ID_SUM]):
+        raise InvariantViolation(
+            f"silver holds {found['rows']:,} record(s) raw_records no longer does, not the"
+            f" {retired[RETIRED_RECORDS]:,} raw retention deleted since silver was decoded from scratch (a forget"
+            " whose decode never ran?), and raw's change feed no longer tells them apart: `nightly --full`"
+            " decodes silver from what raw holds, without the history of the records retention deleted"
+        )
+    return {name: cluster_rows(spark, config, name).join(raw_ids, on="record_id", how="left_anti") for name in tables}
 
 
 def _kept(changes: DataFrame, retired_versions: list[int]) -> DataFrame:

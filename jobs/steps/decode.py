@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from jobs import raw_changes
 from jobs.config import Config
-from jobs.raw_changes import RETIRED_ID_SUM, RETIRED_RECORDS, retention_versions
+from jobs.raw_changes import LANDING_TABLES, RETIRED_ID_SUM, RETIRED_RECORDS, retention_versions
 from jobs.runs import InvariantViolation, JobRun
 from jobs.tables import RAW_RECORDS, cluster_rows, ensure_table, table_location
 from jobs.watermarks import (
@@ -31,8 +31,7 @@ from schemas import silver as silver_tables
 from schemas.bronze import raw_records_schema
 from transforms import silver
 
-TYPED_TABLES = ("offset_commits", "group_metadata", "consumer_group_records", "share_group_state")
-LANDING_TABLES = (*TYPED_TABLES, "quarantine")  # every raw record lands in exactly one
+TYPED_TABLES = tuple(name for name in LANDING_TABLES if name != "quarantine")
 SILVER_SCHEMAS = {
     "offset_commits": silver_tables.offset_commits_schema,
     "group_metadata": silver_tables.group_metadata_schema,
@@ -70,7 +69,7 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
         )
     except ChangesUnavailable as error:
         run.progress("decode", f"{error}: decoding every raw record again")
-        _decode_all(spark, config, run, until)
+        _decode_all(spark, config, run, until, keeping_retired_since=baseline)
         own = None
     if own is None:
         check_nothing_lost(spark, config, run)
@@ -78,16 +77,28 @@ def decode(spark: SparkSession, config: Config, run: JobRun) -> None:
         check_nothing_lost(spark, config, run, own_records=own, landed_before=landed_before)
 
 
-def _decode_all(spark: SparkSession, config: Config, run: JobRun, until: int) -> None:
-    retired = raw_changes.retired_so_far(spark, config)
-    if retired[RETIRED_RECORDS]:
-        run.progress(
-            "decode", f"from scratch: {retired[RETIRED_RECORDS]:,} record(s) raw retention deleted are not in it"
-        )
-    commit_note = note(DECODE, config.cluster, {RAW_RECORDS: until, **retired})
+def _decode_all(
+    spark: SparkSession, config: Config, run: JobRun, until: int, keeping_retired_since: dict[str, int] | None = None
+) -> None:
+    """Every raw record decoded into the silver tables, replacing the cluster's rows. `keeping_retired_since`
+    (the retention totals silver was last decoded from scratch at): silver keeps its rows of the records
+    raw retention has deleted since (a run whose change feed no longer reaches back), else they are lost."""
     raw = spark.read.format("delta").option("versionAsOf", until).table(config.table(RAW_RECORDS))
     raw = raw.where(F.col("cluster") == F.lit(config.cluster))
-    _write_decoded(spark, config, run, raw, SILVER_SCHEMAS, commit_note, replace=True)
+    kept = None
+    if keeping_retired_since is not None:
+        kept = raw_changes.retired_rows(spark, config, raw, keeping_retired_since, list(SILVER_SCHEMAS))
+    if kept is not None:
+        baseline = keeping_retired_since
+        run.progress("decode", "silver keeps the rows of the records raw retention deleted")
+    else:
+        baseline = raw_changes.retired_so_far(spark, config)
+        if baseline[RETIRED_RECORDS]:
+            run.progress(
+                "decode", f"from scratch: {baseline[RETIRED_RECORDS]:,} record(s) raw retention deleted are not in it"
+            )
+    commit_note = note(DECODE, config.cluster, {RAW_RECORDS: until, **baseline})
+    _write_decoded(spark, config, run, raw, SILVER_SCHEMAS, commit_note, replace=True, kept=kept)
     run.counts["records_decoded"] = raw.count()
 
 
@@ -130,8 +141,17 @@ def _decode_changes(
 
 
 def _write_decoded(
-    spark: SparkSession, config: Config, run: JobRun, raw: DataFrame, tables, commit_note: str, replace: bool
+    spark: SparkSession,
+    config: Config,
+    run: JobRun,
+    raw: DataFrame,
+    tables,
+    commit_note: str,
+    replace: bool,
+    kept: dict[str, DataFrame] | None = None,
 ) -> None:
+    """`raw` decoded into `tables`, appended or replacing the cluster's rows; with `kept` rows of each table
+    written beside them."""
     # Two passes over the raw rows: the common offset commits (nearly every record, decoded by Spark
     # expressions) go straight to their table; the few others are decoded once, kept, and fanned out.
     commits = silver.decode_common_offset_commits(raw)
@@ -147,6 +167,8 @@ def _write_decoded(
             "share_group_state": silver.filter_share_group_state(others),
             "quarantine": silver.filter_quarantine(others),
         }
+        for name, rows in (kept or {}).items():
+            outputs[name] = outputs[name].unionByName(rows.select(*outputs[name].columns))
         # Commits in files by partition, then time: the later steps read the commits from a time on, and
         # Delta skips every earlier night's file that ends before it; history reads one partition from
         # a time days back, and then skips the files of that night that hold other partitions.
