@@ -159,7 +159,7 @@ def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: D
     and only them for the first two (asked of every row, a 50M-record night read its payloads twice to
     find none). A few revisited records are sent whole to each task, so the inserts are filtered where
     they are read: joined the usual way, a night with one resolved transaction shuffled all its payloads
-    (a third of its decode at 10M records)."""
+    (a third of its decode at 10M records); and only those inserted in the range filter them."""
     kept = _kept(changes, retired_versions)
     is_insert = F.col("_change_type") == F.lit(CHANGE_INSERT)
     inserts = kept.where(is_insert).withColumns({"is_inserted": F.lit(True), "is_deleted": F.lit(False)})
@@ -182,7 +182,13 @@ def latest_changes(changes: DataFrame, retired_versions: list[int], revisited: D
         .where(F.col("_rank") == 1)
         .drop("_rank")
     )
-    return LatestChanges(inserts.join(ids, on="record_id", how="left_anti").unionByName(ranked), ranked)
+    # Only a revisited record first inserted in this range has an insert among `inserts` (one inserted on an
+    # earlier night and resolved now has none): nearly always none, and then no insert is joined at all.
+    inserted_again = ranked.where(F.col("is_inserted")).select("record_id")
+    if inserted_again.isEmpty():
+        return LatestChanges(inserts.unionByName(ranked), ranked)
+    again = F.broadcast(inserted_again) if inserted_again.count() <= BROADCAST_REVISITED_MAX else inserted_again
+    return LatestChanges(inserts.join(again, on="record_id", how="left_anti").unionByName(ranked), ranked)
 
 
 def merge_resolved_transactions(spark: SparkSession, table: str, resolved: DataFrame, cluster: str) -> None:

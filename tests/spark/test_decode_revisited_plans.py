@@ -66,3 +66,20 @@ def test_a_feed_of_inserts_alone_has_nothing_revised_to_read(spark):
     assert latest.inserted().count() == 20
     with pytest.raises(ValueError, match="nothing resolved or deleted"):
         latest.resolved()
+
+
+def test_inserts_pass_unjoined_when_no_revisited_record_was_inserted_in_the_range(spark):
+    """A transaction inserted pending on an earlier night and resolved tonight (the usual revisit): none of
+    tonight's inserts can be it, so they are not joined with anything."""
+    resolved_now = spark.createDataFrame(
+        [("old", "update_postimage", 2, "aborted")],
+        "record_id string, _change_type string, _commit_version long, txn_state string",
+    ).withColumn("_commit_timestamp", F.current_timestamp())
+    placed = {"source_partition": F.lit(0), "source_offset": F.lit(0), "record_at": F.current_timestamp()}
+    changes = _changes(spark, 50, revisions=()).union(resolved_now).withColumns(placed)
+
+    latest = latest_changes(changes, [], revisited_records(changes, []))
+
+    assert "LeftAnti" not in latest.rows._jdf.queryExecution().executedPlan().toString()
+    assert {row["record_id"]: row["txn_state"] for row in latest.resolved().collect()} == {"old": "aborted"}
+    assert sorted(row["record_id"] for row in latest.inserted().collect()) == sorted(f"r{i}" for i in range(50))
