@@ -35,12 +35,20 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from jobs.file_states import FILE_STATES, file_states, states_computed_at
-from jobs.raw_changes import retire
-from jobs.runs import JOB_RUNS, JobRun
+from jobs.raw_changes import (
+    LANDING_TABLES,
+    RETIRED_ID_SUM,
+    RETIRED_RECORDS,
+    retire,
+    retired_rows,
+    retired_so_far,
+)
+from jobs.runs import JOB_RUNS, InvariantViolation, JobRun
 from jobs.segment_files import read_paths
+from jobs.steps.decode import DECODE
 from jobs.steps.nightly import nightly, summary
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, RAW_RECORDS, held_frames
-from jobs.watermarks import current_version
+from jobs.watermarks import covered_versions, current_version
 from tests import log_cuts
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import RUN_COLUMNS, canonical, delta_tables, table_rows
@@ -278,3 +286,19 @@ def test_a_night_whose_raw_changes_were_vacuumed_keeps_what_retention_deleted(af
     assert counts["records_decoded"] == raw_count  # every raw record decoded again, not the night's none
     assert lost_rows(before, after) == {}
     assert after == before
+
+
+def test_silver_keeps_only_the_records_retention_deleted(spark, spark_config, nights, after_vacuum):
+    """What silver keeps when decoding raw again must be exactly what retention's commits say it deleted: a
+    record raw lost otherwise (a forget whose decode never ran) stops the run instead of staying in silver."""
+    live = Path(nights[-1].segment_paths[0])
+    config = night_config(spark_config, NIGHTS_DATABASE, (live,), live.parent / "end_offsets")
+    noted = covered_versions(spark, config.table("offset_commits"), DECODE, CLUSTER)
+    baseline = {key: noted.get(key, 0) for key in (RETIRED_RECORDS, RETIRED_ID_SUM)}
+    raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == CLUSTER)
+    kept = retired_rows(spark, config, raw, baseline, LANDING_TABLES)
+    retired = retired_so_far(spark, config)[RETIRED_RECORDS] - baseline[RETIRED_RECORDS]
+    assert kept is not None and sum(kept[name].count() for name in LANDING_TABLES) == retired > 0
+    still_held = raw.select("record_id").first()["record_id"]
+    with pytest.raises(InvariantViolation, match="a forget whose decode never ran"):
+        retired_rows(spark, config, raw.where(F.col("record_id") != still_held), baseline, LANDING_TABLES)
