@@ -10,9 +10,10 @@ can take them as Parquet and the change feed only for the other versions (a MERG
 every file the range's reading needs, so that a reader can tell that VACUUM deleted some before it
 starts (Delta itself fails only as it reads them, halfway through a step).
 
-Taken only where plain Parquet reads what Delta would: the table needs no reader feature (reader
-version 1: no column mapping, no deletion vectors), no protocol or schema change falls in the range,
-and no added file carries a deletion vector. On Spark Connect (no JVM in this process) nothing is
+Taken only where plain Parquet reads what Delta would: the table needs no reader feature but deletion
+vectors (no column mapping), no protocol or schema change falls in the range, and no added file carries
+a deletion vector. A deletion vector a later version gives an appended file is that version's change:
+the append's own are still every row the file was written with. On Spark Connect (no JVM in this process) nothing is
 taken: every version goes through the change feed.
 """
 
@@ -35,6 +36,8 @@ _NEUTRAL_ACTIONS = frozenset({"CommitInfo", "SetTransaction", "DomainMetadata"})
 _SCHEMA_ACTIONS = frozenset({"Protocol", "Metadata"})
 _FILE_ACTIONS = frozenset({"AddFile", "RemoveFile", "AddCDCFile"})
 _EXISTENCE_CHECKS_AT_ONCE = 16
+# Reader features under which an appended file, read as plain Parquet, holds the rows its version added.
+_PARQUET_READ_FEATURES = frozenset({"deletionVectors"})
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,14 @@ def range_files(spark: SparkSession, table: str, first: int, last: int) -> Range
     jvm = spark.sparkContext._jvm
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table_location(spark, table))
     defaults = (getattr(log, f"update$default${index}")() for index in (1, 2, 3))
-    parquet_reads_it = log.update(*defaults).protocol().minReaderVersion() == 1
+    as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
+    protocol = log.update(*defaults).protocol()
+    reader_features = set(as_java(protocol.readerFeatureNames()))  # named from reader version 3 on
+    parquet_reads_it = protocol.minReaderVersion() == 1 or (
+        protocol.minReaderVersion() == 3 and reader_features <= _PARQUET_READ_FEATURES
+    )
     data_path = log.dataPath()
     absolute_path = jvm.org.apache.spark.sql.delta.util.DeltaFileOperations.absolutePath
-    as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
     found: dict[int, list[AppendedFiles]] = {}
     read: list[str] = []
     changes = log.getChanges(first, last, getattr(log, "getChanges$default$2")(), True)

@@ -4,7 +4,7 @@ the change feed's rows, and it reads the feed only for the versions that are not
 
 The table meets what the jobs' tables meet: appends to one and to two partitions, an empty commit (a
 step's note), a MERGE that updates and inserts, a DELETE, a schema change, and a table with deletion
-vectors (which Parquet alone cannot read as Delta does). jobs.watermarks.net_changes, the feed netted
+vectors (whose appends are still read as their files). jobs.watermarks.net_changes, the feed netted
 to what differs between two versions, is checked on the same table."""
 
 from __future__ import annotations
@@ -226,7 +226,10 @@ def test_a_schema_change_in_the_range_reads_it_all_through_the_feed(spark, histo
     assert sorted(changes_since(spark, table, before, now).collect()) == feed_rows(spark, table, before, now)
 
 
-def test_a_table_with_deletion_vectors_goes_through_the_feed(spark):
+def test_a_table_with_deletion_vectors_reads_its_appends_as_files(spark):
+    """Deletion vectors (raw_records and offset_commits have them): a DELETE and a MERGE mark rows of files
+    appended before, and a MERGE's updated rows are written anew; the appends' own changes are still
+    every row their files were written with, the marking versions' come from the feed."""
     table = "default.appended_files_deletion_vectors"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(
@@ -235,7 +238,26 @@ def test_a_table_with_deletion_vectors_goes_through_the_feed(spark):
     )
     rows(spark, "a", range(0, 10)).write.format("delta").mode("append").saveAsTable(table)
     spark.sql(f"DELETE FROM {table} WHERE record_id = 'r3'")
+    marked = current_version(spark, table)
+    (
+        DeltaTable.forName(spark, table)
+        .alias("target")
+        .merge(
+            rows(spark, "a", range(5, 6)).withColumn("offset", F.lit(-5)).alias("source"),
+            "target.record_id = source.record_id",
+        )
+        .whenMatchedUpdateAll()
+        .execute()
+    )
+    merged = current_version(spark, table)
     rows(spark, "a", range(10, 12)).write.format("delta").mode("append").saveAsTable(table)
     now = current_version(spark, table)
-    assert blind_appends(spark, table, 1, now) == {}
-    assert sorted(changes_since(spark, table, 0, now).collect()) == feed_rows(spark, table, 0, now)
+    deletion_vectors = spark.sql(f"DESCRIBE DETAIL {table}").first()["tableFeatures"]
+    assert "deletionVectors" in deletion_vectors
+    history = spark.sql(f"DESCRIBE HISTORY {table}").collect()
+    assert any(int((row.operationMetrics or {}).get("numDeletionVectorsAdded", "0")) > 0 for row in history)
+    assert sorted(blind_appends(spark, table, 1, now)) == [1, now]
+    for first, last in itertools.combinations_with_replacement(range(1, now + 1), 2):
+        changes = changes_since(spark, table, first - 1, last)
+        assert sorted(changes.collect()) == feed_rows(spark, table, first - 1, last), (first, last)
+        assert reads_change_feed(changes) == any(version in (marked, merged) for version in range(first, last + 1))
