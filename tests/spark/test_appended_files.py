@@ -54,14 +54,16 @@ def reads_change_feed(frame) -> bool:
     return "DeltaCDFRelation" in frame._jdf.queryExecution().executedPlan().toString()
 
 
-@pytest.fixture(scope="module")
-def history(spark):
-    """The table and the kind of each version after its creation."""
+@pytest.fixture(scope="module", params=[False, True], ids=["rewriting files", "deletion vectors"])
+def history(spark, request):
+    """The table and the kind of each version after its creation; its MERGE, DELETE and UPDATE rewrite
+    the files they touch, or (the tables with deletion vectors) mark the rows they remove."""
     table = "default.appended_files_history"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(
         f"CREATE TABLE {table} ({SCHEMA}) USING delta PARTITIONED BY (cluster)"
-        " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+        " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true',"
+        f" 'delta.enableDeletionVectors' = '{str(request.param).lower()}')"
     )
     location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
     kinds = {}

@@ -20,7 +20,8 @@ def _changes(spark, inserted: int, revisions=(("r0", "update_postimage", 2, "com
     rows = [(f"r{index}", CHANGE_INSERT, 1, "pending" if index == 0 else "committed") for index in range(inserted)]
     rows += revisions
     frame = spark.createDataFrame(rows, "record_id string, _change_type string, _commit_version long, txn_state string")
-    return frame.repartition(4).withColumn("_commit_timestamp", F.current_timestamp())
+    placed = {"source_partition": F.lit(0), "source_offset": F.expr("try_cast(substr(record_id, 2) AS BIGINT)")}
+    return frame.repartition(4).withColumns({"_commit_timestamp": F.current_timestamp(), **placed})
 
 
 def test_inserts_are_filtered_by_a_broadcast_of_the_revisited_records(spark):
@@ -46,7 +47,7 @@ def test_the_resolved_and_the_deleted_come_from_the_revisited_records_alone(spar
         "record_id string, _change_type string, _commit_version long, txn_state string",
     ).withColumn("_commit_timestamp", F.current_timestamp())
     placed = {"source_partition": F.lit(0), "source_offset": F.lit(0), "record_at": F.current_timestamp()}
-    changes = _changes(spark, 50, revisions).union(held_before).withColumns(placed)
+    changes = _changes(spark, 50, revisions).unionByName(held_before, allowMissingColumns=True).withColumns(placed)
 
     latest = latest_changes(changes, [], revisited_records(changes, []))
 
@@ -76,10 +77,28 @@ def test_inserts_pass_unjoined_when_no_revisited_record_was_inserted_in_the_rang
         "record_id string, _change_type string, _commit_version long, txn_state string",
     ).withColumn("_commit_timestamp", F.current_timestamp())
     placed = {"source_partition": F.lit(0), "source_offset": F.lit(0), "record_at": F.current_timestamp()}
-    changes = _changes(spark, 50, revisions=()).union(resolved_now).withColumns(placed)
+    changes = _changes(spark, 50, revisions=()).unionByName(resolved_now, allowMissingColumns=True).withColumns(placed)
 
     latest = latest_changes(changes, [], revisited_records(changes, []))
 
     assert "LeftAnti" not in latest.rows._jdf.queryExecution().executedPlan().toString()
     assert {row["record_id"]: row["txn_state"] for row in latest.resolved().collect()} == {"old": "aborted"}
     assert sorted(row["record_id"] for row in latest.inserted().collect()) == sorted(f"r{i}" for i in range(50))
+
+
+def test_the_revisited_records_changes_are_read_where_they_are_in_the_log(spark):
+    """A record's changes all hold its log position, so the revisited ones are read from their positions'
+    offset ranges (a night's appended files skipped by their statistics), not found among all the
+    night's inserts: a row elsewhere, even under a revisited id, is not read."""
+    revisions = [("r7", "update_postimage", 2, "committed")]
+    elsewhere = spark.createDataFrame(
+        [("r7", "update_postimage", 3, "aborted")],
+        "record_id string, _change_type string, _commit_version long, txn_state string",
+    ).withColumns(
+        {"_commit_timestamp": F.current_timestamp(), "source_partition": F.lit(0), "source_offset": F.lit(99)}
+    )
+    changes = _changes(spark, 50, revisions).unionByName(elsewhere)
+
+    latest = latest_changes(changes, [], revisited_records(changes.where(F.col("_commit_version") == 2), []))
+
+    assert [(row["record_id"], row["txn_state"]) for row in latest.revised.collect()] == [("r7", "committed")]
