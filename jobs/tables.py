@@ -49,11 +49,6 @@ STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 # The tables holding nearly every record keep file statistics only of the columns their readers filter
 # on (a partition's offsets and times; whether raw holds other sources, or a capture's rows), not of the
 # first 8 columns (conf/defaults.toml), whose unique record_id strings took 6% of a large night's decode.
-DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
-# The tables a night MERGEs a few rows into (the records whose transaction resolved): with deletion
-# vectors a merge writes those rows and marks the old ones, where it rewrote each file holding one
-# (night 7 of the 10M estate: 1.5M rows rewritten for 2 records, 12 s).
-DELETION_VECTOR_TABLES = (RAW_RECORDS, "offset_commits")
 STATS_COLUMNS = {
     RAW_RECORDS: ("source_partition", "source_offset", "record_at", "source_kind", "capture_run_id"),
     "offset_commits": ("source_partition", "source_offset", "record_at"),
@@ -66,13 +61,9 @@ def ensure_table(
     """Creates the table if it does not exist. `change_feed`: the table is a later step's input, which
     reads only what changed since its last run through Delta's Change Data Feed (turned on for a table
     an earlier version created without it; its readers then start from scratch once). A table of
-    STATS_COLUMNS gets its statistics columns (an earlier version's keeps its files' full statistics), one
-    of DELETION_VECTOR_TABLES deletion vectors (an earlier version's gains them: readers need Delta 2.3 on)."""
+    STATS_COLUMNS gets its statistics columns (an earlier version's keeps its files' full statistics)."""
     properties = {CHANGE_FEED_PROPERTY: "true"} if change_feed else {}
-    short_name = name.rsplit(".", 1)[-1]
-    if short_name in DELETION_VECTOR_TABLES:
-        properties[DELETION_VECTORS_PROPERTY] = "true"
-    if stats_columns := STATS_COLUMNS.get(short_name):
+    if stats_columns := STATS_COLUMNS.get(name.rsplit(".", 1)[-1]):
         properties[STATS_COLUMNS_PROPERTY] = ",".join(stats_columns)
     if not spark.catalog.tableExists(name):
         # Not the builder for a table that exists: it would do nothing, after half a second of planning.

@@ -229,9 +229,9 @@ def test_a_schema_change_in_the_range_reads_it_all_through_the_feed(spark, histo
 
 
 def test_a_table_with_deletion_vectors_reads_its_appends_as_files(spark):
-    """Deletion vectors (raw_records and offset_commits have them): a DELETE and a MERGE mark rows of files
-    appended before, and a MERGE's updated rows are written anew; the appends' own changes are still
-    every row their files were written with, the marking versions' come from the feed."""
+    """Deletion vectors (a platform's default for new tables, or turned on by hand): a DELETE and a MERGE
+    mark rows of files appended before, and a MERGE's updated rows are written anew; the appends' own
+    changes are still every row their files were written with, the marking versions' come from the feed."""
     table = "default.appended_files_deletion_vectors"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(

@@ -1,7 +1,6 @@
 """The tables holding nearly every record keep file statistics of the columns their readers filter on only
-(jobs/tables.py STATS_COLUMNS), and deletion vectors (DELETION_VECTOR_TABLES): new tables are created so,
-and a table an earlier version created gets them on its next run. Delta's own log says which statistics
-each written file carries."""
+(jobs/tables.py STATS_COLUMNS): new tables are created so, and a table an earlier version created gets
+them on its next run. Delta's own log says which statistics each written file carries."""
 
 from __future__ import annotations
 
@@ -11,13 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.tables import (
-    CHANGE_FEED_PROPERTY,
-    DELETION_VECTORS_PROPERTY,
-    STATS_COLUMNS,
-    STATS_COLUMNS_PROPERTY,
-    ensure_table,
-)
+from jobs.tables import CHANGE_FEED_PROPERTY, STATS_COLUMNS, STATS_COLUMNS_PROPERTY, ensure_table
 from schemas.bronze import raw_records_schema
 from schemas.silver import offset_commits_schema
 
@@ -60,7 +53,6 @@ def test_a_new_raw_table_keeps_statistics_of_its_filtered_columns_only(spark, da
     properties = _properties(spark, name)
     assert properties[STATS_COLUMNS_PROPERTY] == ",".join(STATS_COLUMNS["raw_records"])
     assert properties[CHANGE_FEED_PROPERTY] == "true"
-    assert properties[DELETION_VECTORS_PROPERTY] == "true"
 
     _one_raw_row(spark).write.format("delta").mode("append").saveAsTable(name)
     # record_id holds a value too, and is among the first 8 columns the default keeps; source_kind and
@@ -78,8 +70,6 @@ def test_a_table_an_earlier_version_created_gets_the_statistics_columns(spark, d
     properties = _properties(spark, name)
     assert properties[STATS_COLUMNS_PROPERTY] == "source_partition,source_offset,record_at"
     assert properties[CHANGE_FEED_PROPERTY] == "true"
-    assert properties[DELETION_VECTORS_PROPERTY] == "true"
-    assert "deletionVectors" in spark.sql(f"DESCRIBE DETAIL {name}").first()["tableFeatures"]
     version = spark.sql(f"DESCRIBE HISTORY {name}").agg({"version": "max"}).first()[0]
     ensure_table(spark, name, offset_commits_schema, partition_by=("cluster",), change_feed=True)
     assert spark.sql(f"DESCRIBE HISTORY {name}").agg({"version": "max"}).first()[0] == version, "altered again"
@@ -89,7 +79,6 @@ def test_other_tables_keep_deltas_default_statistics(spark, database):
     name = f"{database}.quarantine_like"
     ensure_table(spark, name, raw_records_schema, partition_by=("cluster",))
     assert STATS_COLUMNS_PROPERTY not in _properties(spark, name)
-    assert DELETION_VECTORS_PROPERTY not in _properties(spark, name)
     _one_raw_row(spark).write.format("delta").mode("append").saveAsTable(name)
     # The shipped default (conf/defaults.toml): the first 8 columns, record_id's unique strings among them.
     assert "record_id" in _last_file_statistics(spark, name)
