@@ -13,8 +13,8 @@ partitions as starts) three ways, alternating, in one session:
 
 The first round warms the JVM up and is left out of the medians; printed: each variant's median wall
 seconds and its ratio to plain. Thirty-first session (bench/README.md), the 10M estate's warehouse as
-night 7 finds it, 9.7M rows, idle machine: plain 1.82 s, semi 2.33 (1.28), joined 2.35 (1.29): the key
-lookup, not the join's output, is the cost, about half a second of a pass.
+night 7 finds it, 9.7M rows, idle machine, the job's 8 shuffle partitions: plain 1.74 s, semi 2.47
+(1.42), joined 2.35 (1.36): the key lookup, not the join's output, is the cost.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def _session() -> SparkSession:
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "8")  # the job's (conf/defaults.toml)
         .getOrCreate()
     )
 
