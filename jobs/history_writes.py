@@ -1,5 +1,5 @@
-"""How the history step keeps and writes its rows: the rows of classic groups framed from a row of the
-table (transforms/gold/frames.py), and the stores that replace the cluster's or the touched groups' rows.
+"""How the history step keeps and writes its rows: the rows of groups framed from a row of the table
+(transforms/gold/frames.py, epoch_frames.py), and the stores that replace the cluster's or the touched groups' rows.
 
 The rows a run keeps (a framed group's generations before its frame row, their assignments and
 capacity; a settled rebalance's own row, its movements and what-if rows) stay where the table holds them:
@@ -26,7 +26,7 @@ from jobs.tables import (
     table_location,
 )
 from jobs.watermarks import cluster_predicate, noting, recording_empty_commits, write_noted
-from transforms.gold import frames
+from transforms.gold import epoch_frames, frames
 from transforms.gold.generations import GROUP, REBALANCE
 
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
@@ -48,11 +48,26 @@ def taken_up(
     touched_rebalances: DataFrame,
     settled: DataFrame,
     starts: DataFrame,
+    group_records: DataFrame,
 ) -> frames.TakenUp:
-    """The classic groups framed from a row of the table, and their generation rows before it (read
-    before the run rewrites them)."""
+    """The groups framed from a row of the table, and their generation rows before it (read before the
+    run rewrites them); the epoch groups' frames with their prefixes, read from the touched groups'
+    `group_records` (consumer_group_records). An epoch group whose prefix cannot be taken up exactly is
+    framed from its first record."""
     framed = materialized(frames.frame_rows(touched_generations, touched_rebalances, settled, starts))
-    return frames.TakenUp(framed, held_on_disk(frames.before_frames(touched_generations, framed)))
+    details = epoch_frames.frame_details(framed, touched_generations, starts)
+    prefixes, untaken = epoch_frames.prefix(group_records, materialized(details))
+    untaken = materialized(untaken)
+    framed, details, prefixes = (
+        rows.join(untaken, on=list(GROUP), how="left_anti") for rows in (framed, details, prefixes)
+    )
+    framed = materialized(framed)
+    return frames.TakenUp(
+        framed,
+        held_on_disk(frames.before_frames(touched_generations, framed)),
+        materialized(details),
+        held_on_disk(prefixes),
+    )
 
 
 class Store(Protocol):

@@ -1,17 +1,17 @@
 """History: silver group records -> gold generations, assignments, rebalances, movements, frequency, the
 what-if replay of every rebalance through Kafka's assignors, idle capacity, and streams groups' members.
 
-Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py).
-A run reads what changed in silver since then (Change Data Feed), finds the groups those changes can
-alter (transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every
-other group keeps its rows. A touched classic group is framed again from a row of the table on, its
-rows before that kept (transforms/gold/frames.py); a KIP-848, share or streams group from all its group
-records. Settled rebalances are kept as the table holds them and the others read only the commits from
-where their readings start (transforms/gold/resume.py): the commits, nearly every record, are read for
-the night's stretch of history, not for all of it. The kept rebalances' rows and the generations kept,
-with their assignments and capacity, stay where the tables hold them, not written again
-(jobs/history_writes.py). With no note, a feed that does not reach back, or `--full`, the cluster is
-rebuilt from scratch (and noted).
+Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py). A
+run reads what changed in silver since then (Change Data Feed), finds the groups those changes can alter
+(transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every other
+group keeps its rows. A touched classic, KIP-848 or share group is framed again from a row of the table
+on, its rows before that kept (transforms/gold/frames.py; an epoch group's open holdings in them patched:
+epoch_frames.py); a streams group from all its group records. Settled rebalances are kept as the table
+holds them and the others read only the commits from where their readings start
+(transforms/gold/resume.py): the commits, nearly every record, are read for the night's stretch of
+history, not for all of it. The kept rebalances' rows and the generations kept, with their assignments
+and capacity, stay where the tables hold them, not written again (jobs/history_writes.py). With no note,
+a feed that does not reach back, or `--full`, the cluster is rebuilt from scratch (and noted).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from schemas import gold, ops
 from transforms.gold import (
     assignment_math,
     departures,
+    epoch_frames,
     epochs,
     frames,
     frequency,
@@ -104,14 +105,36 @@ def build_history(
     classic = generations.classic_generations(
         *(frames.in_frames(silver[name], taken_up.frames) for name in ("group_metadata", "group_members"))
     )
-    computed_generations = frames.continued(classic, taken_up.frames).unionByName(
-        epochs.consumer_group_generations(group_records, names)
+    epoch_group_records = group_records
+    if taken_up.epochs is not None:
+        epoch_group_records = held_on_disk(
+            epoch_frames.in_epoch_frames(group_records, taken_up.epochs, taken_up.prefix)
+        )
+    computed_generations = frames.continued(
+        classic.unionByName(epochs.consumer_group_generations(epoch_group_records, names)), taken_up.frames
     )
-    kept_generations = None if settled is None else taken_up.kept_generations()
-    gens = _store_beside(store, "generations", computed_generations, kept_generations)
+    kept_generations = generations_kept = assignments_kept = None
+    assignment_frames = taken_up.frames
+    if settled is not None:
+        kept_generations = generations_kept = assignments_kept = taken_up.kept_generations()
+    if taken_up.epochs is not None:
+        framed_epoch_records = epochs.epoch_records(
+            epoch_group_records.join(taken_up.epochs.select(*GROUP), on=list(GROUP), how="left_semi")
+        )
+        patched = held_on_disk(
+            epoch_frames.patched_rows(taken_up.generations, taken_up.epochs, framed_epoch_records, group_records)
+        )
+        computed_generations = computed_generations.unionByName(patched)
+        generations_kept = frames.without_keys(kept_generations, patched.select(*REBALANCE))
+        assignment_frames = epoch_frames.assignment_frames(taken_up.frames, taken_up.epochs)
+        assignments_kept = frames.before_frames(taken_up.generations, assignment_frames).select(*REBALANCE)
+    gens = _store_beside(store, "generations", computed_generations, generations_kept)
     framed_gens = held_on_disk(frames.in_frames(gens, taken_up.frames))
     assignments = _store_beside(
-        store, "generation_assignments", generations.explode_generation_assignments(framed_gens), kept_generations
+        store,
+        "generation_assignments",
+        generations.explode_generation_assignments(frames.in_frames(gens, assignment_frames)),
+        assignments_kept,
     )
     framed = held_on_disk(
         rebalances.logical_rebalances(
@@ -269,7 +292,10 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     touched_generations = held_on_disk(history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"))
     settled = materialized(resume.settled_rebalances(touched_rebalances, touched_generations, starts))
     silent = materialized(resume.silent_spans(touched_rebalances, starts))
-    taken_up = history_writes.taken_up(spark, config, touched_generations, touched_rebalances, settled, starts)
+    touched_records = silver["consumer_group_records"].join(groups, on=list(GROUP), how="left_semi")
+    taken_up = history_writes.taken_up(
+        spark, config, touched_generations, touched_rebalances, settled, starts, touched_records
+    )
     run.counts["generations_kept"] = taken_up.generations.count()
     run.counts["rebalances_kept"] = settled.count()
     store = history_writes.groups_store(spark, config, commit_note, groups, count)

@@ -1,8 +1,8 @@
 """Incremental history equals a from-scratch rebuild, night after night, on real lab captures.
 
-Six captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, a transactional
-producer's group, four lifecycle groups, two Kafka Streams groups, two share groups) make one cluster of
-eleven groups.
+Seven captures of the 4.2.1 lab (a cooperative-sticky group, a KIP-848 handover, two KIP-848 groups, a
+transactional producer's group, four lifecycle groups, two Kafka Streams groups, two share groups) make
+one cluster of thirteen groups.
 Their silver rows are cut into nights by position in the log (source_partition, source_offset: the log as
 it stood at a moment) and appended night by night to real Delta silver tables with Change Data Feed on,
 the way the incremental decode appends them; the history step runs after each night. Along the way:
@@ -14,7 +14,8 @@ the way the incremental decode appends them; the history step runs after each ni
   brings a late backup of a partition's oldest records, forgets a group (its silver rows deleted), ends
   the handover, brings the cooperative group's last generations (it is framed from a row of the table:
   transforms/gold/frames.py), the streams and share groups' last epochs, a second streams group from
-  creation to deletion, and the rest of a second share group up to its deletion;
+  creation to deletion, the rest of a second share group up to its deletion, and the kip848 group's
+  departure and last epoch (it and share-lab are framed from a row too: transforms/gold/epoch_frames.py);
 - night 4 brings commits that no rebalance reads (their group is not rebuilt);
 - night 5 brings nothing new: the same run as night 4's again.
 Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
@@ -47,7 +48,7 @@ from transforms.decoder.log_transactions import TXN_ABORTED, TXN_COMMITTED, TXN_
 
 DATABASE = "groupscope_incremental_history"
 CLUSTER = "nights"
-SCENARIOS = ("cooperative-sticky", "kip848-handover", "transactions", "lifecycle", "streams", "share")
+SCENARIOS = ("cooperative-sticky", "kip848-handover", "kip848", "transactions", "lifecycle", "streams", "share")
 NIGHTS = 5
 NEVER = 99  # the night of rows a scenario never appends (none today; keeps night_of total)
 
@@ -71,6 +72,10 @@ def night_of() -> Column:
         # kip848-handover: night 1 ends after the newcomer's first current assignment (11), before the
         # old member releases (16, 17); night 2 ends on the next epoch's bump (20), before its target.
         .when(partition == 27, _night(offset, [(1, 11), (2, 20), (3, 10**9)]))
+        # kip848: epochs 1-2 on night 1, 3-5 on night 2 (anchor 41, its members' reconciliations 42, 43);
+        # night 3 brings a member's departure (51) and epoch 6. kip848-regex: its first epoch on night 1.
+        .when(partition == 8, _night(offset, [(1, 18), (2, 43), (3, 10**9)]))
+        .when(partition == 24, _night(offset, [(1, 5), (2, 10**9)]))
         # transactions: the group's first generation on night 1, its commits and its end on night 2.
         .when(partition == 28, _night(offset, [(1, 1), (2, 10**9)]))
         # lifecycle: life-empty's first two records (offsets 0 and 1 of partition 32) are a backup
@@ -214,16 +219,16 @@ def _run_nights(spark, config):
 def test_the_first_night_rebuilds_every_group_and_later_nights_only_the_touched(nights):
     _, _, results = nights
     rebuilt = [counts["groups_rebuilt"] for counts, *_ in results]
-    # 1: no note yet, every group of the night (9: life-expired's partition comes on night 2, and
+    # 1: no note yet, every group of the night (11: life-expired's partition comes on night 2, and
     #    streams-lab-deleted's on night 3).
     # 2: cooperative-sticky and handover-1 (new records), txn-app (its commits and end), life-expired (new),
-    #    streams-lab and share-lab (new records).
+    #    streams-lab, share-lab, kip848 and kip848-regex (new records).
     # 3: handover-1 (its end), txn-app (its commits resolved: its leaving member's departure reads them),
     #    life-empty (a backup of its oldest records), life-expired (forgotten), cooperative-sticky,
-    #    streams-lab, streams-lab-deleted, share-lab and share-lab-deleted (new records).
+    #    streams-lab, streams-lab-deleted, share-lab, share-lab-deleted and kip848 (new records).
     # 4: none: cooperative-sticky's new commits come after the commits any of its rebalances reads.
     # 5: nothing new.
-    assert rebuilt == [9, 6, 9, 0, 0]
+    assert rebuilt == [11, 8, 10, 0, 0]
     kept = [counts.get("rebalances_kept", 0) for counts, *_ in results]
     print("rebalances kept per night:", kept)
     # The rebuilt groups' settled rebalances are kept, not recomputed (none on night 1: no table yet);
@@ -302,7 +307,34 @@ def test_a_classic_group_is_taken_up_from_a_row_of_the_table(nights):
     right). On night 2 its first rebalance is not settled yet: framed from its first row, nothing kept."""
     _, _, results = nights
     kept = [counts.get("generations_kept", 0) for counts, *_ in results]
-    assert kept == [0, 0, 3, 0, 0], kept
+    # Epoch groups too (test below): share-lab keeps epoch 1 on night 2 and epochs 1-3 on night 3, kip848
+    # its epochs 1 and 2 on night 3.
+    assert kept == [0, 1, 8, 0, 0], kept
+
+
+def _changed_generations(spark, config, results, night: int, name: str, group_id: str) -> set[int]:
+    before, after = results[night - 2][3], results[night - 1][3]
+    rows = changes_since(spark, config.table(name), before[name], after[name]).where(
+        (F.col("cluster") == F.lit(CLUSTER)) & (F.col("group_id") == F.lit(group_id))
+    )
+    return {row["generation"] for row in rows.select("generation").collect()}
+
+
+def test_an_epoch_group_is_taken_up_from_a_row_and_its_open_holdings_closed_before_it(spark, nights):
+    """share-lab on night 3: its changes start at offset 41, where member yPIH releases topic ngOl's
+    partitions, held since epoch 2. Epochs 6 and 7, recorded before the change, settle the rebalance
+    closing at 4, so the group is framed from epoch 4 (after its prefix: the records before that anchor
+    that still count) and epochs 1-3 are kept; but epochs 2 and 3 list that holding open (owned_until
+    null), and the run closes it there: their rows are written again, epoch 1's is not. Epoch 3, the
+    row before the frame, gets its assignment rows again (valid_until follows the holdings it hands on);
+    epochs 1 and 2 keep theirs. The full run's equality above shows the values right."""
+    config, _, results = nights
+    written = _changed_generations(spark, config, results, 3, "generations", "share-lab")
+    assert {2, 3} <= written and 1 not in written, written
+    assigned = _changed_generations(spark, config, results, 3, "generation_assignments", "share-lab")
+    assert 3 in assigned and not {1, 2} & assigned, assigned
+    framed = _changed_generations(spark, config, results, 3, "generations", "kip848")
+    assert 3 in framed and not {1, 2} & framed, framed
 
 
 def test_rows_kept_stay_where_the_tables_hold_them(spark, nights):

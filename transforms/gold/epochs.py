@@ -175,7 +175,7 @@ def _by_member_id(left: Column, right: Column) -> Column:
     )
 
 
-def _as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
+def as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
     """KIP-848, share and streams records, share and streams types renumbered as their consumer twins
     (streams: see transforms.gold.streams_records), + group_protocol."""
     share_types, streams_types = list(SHARE_AS_CONSUMER_TYPES), list(STREAMS_AS_CONSUMER_TYPES)
@@ -209,10 +209,15 @@ def share_member_records(consumer_group_records: DataFrame) -> DataFrame:
     return consumer_group_records.where(is_own).select("cluster", "group_id", "member_id", "record_at")
 
 
+def epoch_records(consumer_group_records: DataFrame) -> DataFrame:
+    """consumer_group_records (silver) -> the epoch groups' records as their consumer twins, with incarnation."""
+    is_group_deletion = (F.col("record_type") == F.lit(RECORD_GROUP_EPOCH)) & F.col("is_tombstone")
+    return with_incarnation(as_consumer_records(consumer_group_records), is_group_deletion)
+
+
 def consumer_group_generations(consumer_group_records: DataFrame, topic_names: DataFrame) -> DataFrame:
     """consumer_group_records (silver) + topic_names -> generations rows of KIP-848 and share groups."""
-    is_group_deletion = (F.col("record_type") == F.lit(RECORD_GROUP_EPOCH)) & F.col("is_tombstone")
-    records = with_incarnation(_as_consumer_records(consumer_group_records), is_group_deletion)
+    records = epoch_records(consumer_group_records)
     anchor_order = Window.partitionBy(*INCARNATION).orderBy("anchor_offset")
     last_of_epoch = Window.partitionBy(*INCARNATION, "assignment_epoch").orderBy(F.col("source_offset").desc())
     anchors = (

@@ -1,4 +1,4 @@
-"""Where an incremental history run takes up a touched classic group's generations: from one of its rows
+"""Where an incremental history run takes up a touched group's generations: from one of its rows
 in the table on, instead of from the group's first record.
 
 A classic group record (type 2) holds the whole group: generation, members and their assignments. So a
@@ -17,8 +17,10 @@ at the frame row, like every one before it, is settled: kept as the table holds 
 a rebalance in the frame as it does in the whole history: a revoke round needs partitions still pending
 from the generation before, which the frame lacks, so the test can only turn false there, never true.
 
-KIP-848, share and streams records are deltas of their members' state: those groups are framed from their
-first record still, as is a group with a row outside its changes' partition, or changes without a place.
+KIP-848 and share records are deltas of their members' state: such a group's frame also reads a prefix
+of the records before its frame row and patches rows before it (transforms/gold/epoch_frames.py). A
+streams group is framed from its first record still, as is a group that changed protocol, one with a row
+outside its changes' partition, or changes without a place.
 """
 
 from __future__ import annotations
@@ -34,12 +36,17 @@ from schemas import gold
 from transforms.gold.generations import (
     GROUP,
     GROUP_PROTOCOL_CLASSIC,
+    GROUP_PROTOCOL_CONSUMER,
+    GROUP_PROTOCOL_SHARE,
     INCARNATION,
     REBALANCE,
     skipped_generations,
 )
 
 FRAME_OFFSET = "frame_from_offset"
+# Epoch groups framed from a row (KIP-848 and share: their records are one stream of member deltas);
+# streams groups' members and tasks are still read from all their records.
+FRAMED_EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE)
 # Per framed group: the frame row's place (frame_partition, FRAME_OFFSET), incarnation and previous generation.
 FRAME_COLUMNS = (*GROUP, "frame_partition", FRAME_OFFSET, "frame_incarnation", "frame_previous_generation")
 FRAMES_SCHEMA = (
@@ -55,6 +62,10 @@ class TakenUp:
 
     frames: DataFrame
     generations: DataFrame
+    # The epoch groups' frames (epoch_frames.frame_details) and the records before their anchors that
+    # still count (epoch_frames.prefix); None in a run from scratch.
+    epochs: DataFrame | None = None
+    prefix: DataFrame | None = None
 
     def kept_generations(self) -> DataFrame:
         """REBALANCE keys of the generations kept (a deletion row's generation is null): the table's rows of
@@ -75,12 +86,17 @@ def frame_rows(generations: DataFrame, rebalances: DataFrame, settled: DataFrame
         *GROUP, F.col("source_partition").alias("frame_partition"), "changed_from_offset"
     )
     rows = generations.join(placed, on=list(GROUP), how="inner")
-    is_framable = (
-        (F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CLASSIC))
-        & (F.col("source_partition") == F.col("frame_partition"))
-        & F.col("source_offset").isNotNull()
+    is_placed = (F.col("source_partition") == F.col("frame_partition")) & F.col("source_offset").isNotNull()
+    framable = rows.groupBy(*GROUP).agg(
+        F.bool_and(F.coalesce(is_placed, F.lit(False))).alias("is_placed"),
+        F.collect_set("group_protocol").alias("protocols"),
     )
-    framable = rows.groupBy(*GROUP).agg(F.bool_and(F.coalesce(is_framable, F.lit(False))).alias("is_framable"))
+    # One protocol throughout: a group migrated between classic and KIP-848 is framed whole.
+    is_framable = (
+        F.col("is_placed")
+        & (F.array_size("protocols") == 1)
+        & F.col("protocols")[0].isin(GROUP_PROTOCOL_CLASSIC, *FRAMED_EPOCH_PROTOCOLS)
+    )
     back_from_change = Window.partitionBy(*GROUP).orderBy(F.col("source_offset").desc())
     last_before_change = (
         rows.where(F.col("source_offset") < F.col("changed_from_offset"))
@@ -109,17 +125,23 @@ def frame_rows(generations: DataFrame, rebalances: DataFrame, settled: DataFrame
             F.max("_is_before_change").alias("_has_row_before_change"),
         )
     )
-    frame_row = rows.select(
+    before = F.lag("row").over(Window.partitionBy(*GROUP).orderBy("source_offset"))
+    frame_row = rows.withColumn("row", F.struct("incarnation", "generation", "group_protocol")).select(
         *GROUP,
         "frame_partition",
         F.col("source_offset").alias(FRAME_OFFSET),
         F.col("incarnation").alias("frame_incarnation"),
         F.col("previous_generation").alias("frame_previous_generation"),
+        # An epoch group's frame takes its members' holdings up from the row before (epoch_frames.py).
+        (
+            (F.col("group_protocol") == F.lit(GROUP_PROTOCOL_CLASSIC))
+            | (before["incarnation"] == F.col("incarnation")) & before["generation"].isNotNull()
+        ).alias("_has_row_to_take_up"),
     )
     return (
         candidates.where(~F.col("_has_lost_anchor") & F.col("_has_row_before_change"))
-        .join(framable.where("is_framable"), on=list(GROUP), how="inner")
-        .join(frame_row, on=[*GROUP, FRAME_OFFSET], how="inner")
+        .join(framable.where(is_framable), on=list(GROUP), how="inner")
+        .join(frame_row.where("_has_row_to_take_up"), on=[*GROUP, FRAME_OFFSET], how="inner")
         .select(*FRAME_COLUMNS)
     )
 

@@ -14,7 +14,7 @@ with the ownership interval it belongs to (owned_from, owned_until; owned_until 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from transforms.gold.generations import INCARNATION
@@ -23,21 +23,31 @@ RECORD_CURRENT_MEMBER = 8
 MEMBER_STATE_STABLE = 0  # type 8/14 State: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 MEMBER = (*INCARNATION, "member_id")
 _AFTER_EVERY_RECORD = 2**63 - 1  # the last epoch ends after the member's every record
+# A frame's first type 8 record of a member holds partitions since before the frame: when each was taken.
+CARRIED_OWNED_FROM = "carried_owned_from"
+CARRIED_TYPE = "array<struct<topic_id:string,partition:int,owned_from:timestamp>>"
+
+
+def owned_by() -> Column:
+    """A type 8 record's owned partitions (topic-id shape): its assignment and those pending revocation."""
+    return F.concat(
+        F.coalesce("assigned_partitions", F.array()), F.coalesce("partitions_pending_revocation", F.array())
+    )
 
 
 def _member_records(records: DataFrame) -> DataFrame:
-    """Every type 8 record (tombstones too), numbered in log order per member (`seq`)."""
+    """Every type 8 record (tombstones too), numbered in log order per member (`seq`), with the starts of
+    its holdings carried from before a frame (CARRIED_OWNED_FROM, epoch_frames.py; null elsewhere)."""
     in_member_order = Window.partitionBy(*MEMBER).orderBy("source_offset")
-    owned = F.concat(
-        F.coalesce("assigned_partitions", F.array()), F.coalesce("partitions_pending_revocation", F.array())
-    )
+    carried = F.col(CARRIED_OWNED_FROM) if CARRIED_OWNED_FROM in records.columns else F.lit(None)
     return records.where(F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER)).select(
         *MEMBER,
         "source_offset",
         "record_at",
         "is_tombstone",
         F.row_number().over(in_member_order).alias("seq"),
-        F.when(~F.col("is_tombstone"), owned).alias("owned"),
+        F.when(~F.col("is_tombstone"), owned_by()).alias("owned"),
+        carried.cast(CARRIED_TYPE).alias(CARRIED_OWNED_FROM),
     )
 
 
@@ -46,9 +56,24 @@ def owned_partitions(records: DataFrame) -> DataFrame:
     member_id, seq, source_offset, owned_from (the record that started this holding), owned_until (the
     member's first later record without it, or its tombstone; null while held)."""
     states = _member_records(records)
+    carried = F.try_element_at(
+        F.filter(
+            F.col(CARRIED_OWNED_FROM),
+            lambda held: (held["topic_id"] == F.col("topic_id")) & (held["partition"] == F.col("partition")),
+        ),
+        F.lit(1),
+    )["owned_from"]
     held = (
-        states.select(*MEMBER, "seq", "record_at", F.explode("owned").alias("tp"))
-        .select(*MEMBER, "seq", "record_at", "tp.topic_id", F.explode("tp.partitions").alias("partition"))
+        states.select(*MEMBER, "seq", "record_at", CARRIED_OWNED_FROM, F.explode("owned").alias("tp"))
+        .select(
+            *MEMBER,
+            "seq",
+            "record_at",
+            CARRIED_OWNED_FROM,
+            "tp.topic_id",
+            F.explode("tp.partitions").alias("partition"),
+        )
+        .select(*MEMBER, "seq", "topic_id", "partition", F.coalesce(carried, "record_at").alias("held_from"))
         .distinct()  # a partition is never both assigned and pending; this only guards the interval math
     )
     per_partition = Window.partitionBy(*MEMBER, "topic_id", "partition").orderBy("seq")
@@ -61,7 +86,7 @@ def owned_partitions(records: DataFrame) -> DataFrame:
         held.withColumn(
             "holding", F.sum(is_start.cast("int")).over(per_partition.rowsBetween(Window.unboundedPreceding, 0))
         )
-        .withColumns({"owned_from": F.min("record_at").over(interval), "last_seq": F.max("seq").over(interval)})
+        .withColumns({"owned_from": F.min("held_from").over(interval), "last_seq": F.max("seq").over(interval)})
         .join(ends, on=[*MEMBER, "last_seq"], how="left")
         .join(states.select(*MEMBER, "seq", "source_offset"), on=[*MEMBER, "seq"], how="inner")
         .select(*MEMBER, "seq", "source_offset", "topic_id", "partition", "owned_from", "owned_until")

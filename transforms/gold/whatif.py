@@ -94,15 +94,16 @@ def rebalance_whatif(inputs: DataFrame, replayed: DataFrame, rebalances: DataFra
     )
     is_eager = F.col("assignor").isin(*EAGER_ASSIGNORS) & (F.col("group_protocol") != F.lit(CONSUMER))
     still_owned = F.size(F.flatten(F.col("replay.members.owned")))
+    # A replay that moves nothing has no movement counts (a left join): zero moved, zero revoked.
+    moved = F.coalesce("moved_partition_count", F.lit(0))
     revoked = (
         F.when(is_eager, still_owned)
         .when(F.col("assignor") == F.lit(COOPERATIVE_STICKY), F.size("revoked"))
-        .otherwise(F.col("moved_partition_count"))
+        .otherwise(moved)
     )
     used = F.when(
         F.col("group_protocol") == F.lit(CONSUMER), F.coalesce("actual_assignor", F.lit(SERVER_DEFAULT_ASSIGNOR))
     )
-    moved = F.coalesce("moved_partition_count", F.lit(0))
     return rows.select(
         *REBALANCE,
         "previous_generation",

@@ -1,0 +1,339 @@
+"""Where an incremental history run takes up a touched KIP-848 or share group: from a row of the table on
+(transforms/gold/frames.py chooses the row), instead of from the group's first record.
+
+An epoch row (transforms/gold/epochs.py) is made of the latest record of each kind and key before its
+anchor (its type 6 record): each member's metadata (5) and target (7), each regular expression (16), the
+bumps (3) of its epoch; and each member's current assignment (8) as the epoch ended, every partition owned
+from the record that began holding it. So a frame reads the group's records from the frame row's anchor
+on after a *prefix*, the records before the anchor that still count: the latest 5 and 7 of each member
+and 16 of each expression, the bumps of the frame's epoch and later, and each member's latest type 8
+record that is not a tombstone with the record after it, whose holdings' starts are taken from the row
+before the frame (that row's epoch ended at that very record). All of them after the last deletion.
+
+Rows before the frame change too, in two columns: a holding open there (owned_until null) closes when its
+member releases it, however many epochs later; an epoch's reconciled_at waits for its last member to
+reach it, and a reconciliation recorded with an earlier time would move it. So a run patches those rows:
+an open holding gets the close the frame finds for the member's holding of that partition at the anchor
+(an open holding can only be that one), and reconciled_at is found again where it is null or a new
+reconciliation's time precedes it. The row before the frame gets its assignment rows again: their
+valid_until follows the holdings it hands on to the frame.
+
+A group whose prefix cannot be taken up exactly (a holding the row before does not list; a member that
+reached the frame's epoch before its anchor) is framed from its first record instead.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from schemas.coordinator_records import RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
+from transforms.gold import epochs, ownership
+from transforms.gold.frames import FRAME_COLUMNS, FRAME_OFFSET, FRAMED_EPOCH_PROTOCOLS
+from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
+from transforms.gold.ownership import CARRIED_OWNED_FROM, MEMBER_STATE_STABLE, RECORD_CURRENT_MEMBER
+
+# Per epoch group framed: its frame (FRAME_COLUMNS), the frame row's epoch, the row before it (offset,
+# generation, members), the offset of the deletion its incarnation follows (-1: none) and where its changes start.
+DETAIL_COLUMNS = (
+    *FRAME_COLUMNS,
+    "frame_generation",
+    "before_offset",
+    "before_generation",
+    "before_members",
+    "incarnation_start",
+    "changed_from_offset",
+)
+def _twin_type() -> Column:
+    """A record's type as a consumer group's (a share record's twin)."""
+    twins = F.create_map(*[F.lit(t) for pair in epochs.SHARE_AS_CONSUMER_TYPES.items() for t in pair])
+    return F.coalesce(F.try_element_at(twins, F.col("record_type")), F.col("record_type"))
+
+
+def frame_details(frames: DataFrame, generations: DataFrame, starts: DataFrame) -> DataFrame:
+    """frames.frame_rows + the touched groups' generation rows (as the table holds them) + change_starts
+    -> DETAIL_COLUMNS of the frames of epoch groups (every row before a frame is in its partition)."""
+    rows = generations.join(F.broadcast(frames.select(*FRAME_COLUMNS)), on=list(GROUP), how="inner").where(
+        F.col("group_protocol").isin(*FRAMED_EPOCH_PROTOCOLS)
+    )
+    before_frame = F.col("source_offset") < F.col(FRAME_OFFSET)
+    details = rows.groupBy(*FRAME_COLUMNS).agg(
+        F.max(F.when(F.col("source_offset") == F.col(FRAME_OFFSET), F.col("generation"))).alias("frame_generation"),
+        F.max_by(
+            F.struct(F.col("source_offset").alias("offset"), F.col("generation"), F.col("members")),
+            F.when(before_frame & F.col("generation").isNotNull(), F.col("source_offset")),
+        ).alias("before"),
+        F.coalesce(F.max(F.when(before_frame & F.col("generation").isNull(), F.col("source_offset"))), F.lit(-1))
+        .cast("long")
+        .alias("incarnation_start"),
+    )
+    return details.join(starts.select(*GROUP, "changed_from_offset"), on=list(GROUP), how="inner").select(
+        *FRAME_COLUMNS,
+        "frame_generation",
+        F.col("before.offset").alias("before_offset"),
+        F.col("before.generation").alias("before_generation"),
+        F.col("before.members").alias("before_members"),
+        "incarnation_start",
+        "changed_from_offset",
+    )
+
+
+def _before_anchor(records: DataFrame, details: DataFrame) -> DataFrame:
+    """The frames' group records from their incarnation's start to the anchor, with `_twin` (their type as
+    a consumer group's)."""
+    return (
+        records.join(F.broadcast(details), on=list(GROUP), how="inner")
+        .where(
+            (F.col("source_partition") == F.col("frame_partition"))
+            & (F.col("source_offset") > F.col("incarnation_start"))
+            & (F.col("source_offset") < F.col(FRAME_OFFSET))
+        )
+        .withColumn("_twin", _twin_type())
+    )
+
+
+def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The touched groups' consumer_group_records (silver) + frame_details -> (the prefix of each frame:
+    silver rows, with CARRIED_OWNED_FROM on each member's held type 8 record; the groups (cluster,
+    group_id) whose prefix cannot be taken up exactly)."""
+    before = _before_anchor(records, details)
+    is_tombstone = F.col("is_tombstone")
+    latest = F.row_number().over(
+        Window.partitionBy(*GROUP, "_twin", "member_id", "regular_expression").orderBy(F.col("source_offset").desc())
+    )
+    keyed = (
+        before.where(
+            F.col("_twin").isin(
+                epochs.RECORD_MEMBER_METADATA, epochs.RECORD_TARGET_MEMBER, RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
+            )
+        )
+        .withColumn("_latest", latest)
+        .where(F.col("_latest") == 1)
+    )
+    bumps = before.where(
+        (F.col("_twin") == F.lit(epochs.RECORD_GROUP_EPOCH))
+        & ~is_tombstone
+        & (F.col("group_epoch") >= F.col("frame_generation"))
+    )
+    member = Window.partitionBy(*GROUP, "member_id")
+    current = (
+        before.where(F.col("_twin") == F.lit(RECORD_CURRENT_MEMBER))
+        .withColumn("_held_at", F.max(F.when(~is_tombstone, F.col("source_offset"))).over(member))
+        .withColumn(
+            "_after", F.min(F.when(F.col("source_offset") > F.col("_held_at"), F.col("source_offset"))).over(member)
+        )
+    )
+    is_held = F.col("source_offset") == F.col("_held_at")
+    held = current.where(is_held).join(_holdings_before(details), on=[*GROUP, "member_id"], how="left")
+    pairs = F.flatten(
+        F.transform(
+            ownership.owned_by(),
+            lambda tp: F.transform(
+                tp["partitions"], lambda p: F.struct(tp["topic_id"].alias("topic_id"), p.alias("partition"))
+            ),
+        )
+    )
+    carried = F.transform(
+        pairs,
+        lambda pair: F.struct(
+            pair["topic_id"].alias("topic_id"),
+            pair["partition"].alias("partition"),
+            F.try_element_at(
+                F.filter(
+                    F.coalesce("_ownership", F.array()),
+                    lambda o: (o["topic_id"] == pair["topic_id"]) & (o["partition"] == pair["partition"]),
+                ),
+                F.lit(1),
+            )["owned_from"].alias("owned_from"),
+        ),
+    )
+    held = held.withColumn(CARRIED_OWNED_FROM, carried.cast(ownership.CARRIED_TYPE))
+    # A holding the row before does not list, or the frame's epoch reached before its anchor: not exact.
+    untaken = held.where(F.exists(CARRIED_OWNED_FROM, lambda pair: pair["owned_from"].isNull())).select(*GROUP)
+    reached_early = current.where(
+        ~is_tombstone
+        & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE))
+        & (F.col("member_epoch") >= F.col("frame_generation"))
+    ).select(*GROUP)
+    columns = [*records.columns, CARRIED_OWNED_FROM]
+    no_carry = F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM)
+    rows = (
+        keyed.select(*records.columns, no_carry)
+        .unionByName(bumps.select(*records.columns, no_carry))
+        .unionByName(current.where(F.col("source_offset") == F.col("_after")).select(*records.columns, no_carry))
+        .unionByName(held.select(*columns))
+    )
+    return rows, untaken.unionByName(reached_early).distinct()
+
+
+def _holdings_before(details: DataFrame) -> DataFrame:
+    """(cluster, group_id, member_id, _ownership): each member's holdings in the row before the frame."""
+    return details.select(*GROUP, F.explode("before_members").alias("m")).select(
+        *GROUP, F.col("m.member_id").alias("member_id"), F.col("m.ownership").alias("_ownership")
+    )
+
+
+def in_epoch_frames(records: DataFrame, details: DataFrame, prefixes: DataFrame) -> DataFrame:
+    """consumer_group_records (silver) -> the records epochs.consumer_group_generations reads: an epoch
+    group framed from a row, its prefix and its records from the anchor on; every record of the others."""
+    framed = F.broadcast(details.select(*GROUP, "frame_partition", FRAME_OFFSET))
+    is_before = (F.col("source_partition") == F.col("frame_partition")) & (F.col("source_offset") < F.col(FRAME_OFFSET))
+    return (
+        records.join(framed, on=list(GROUP), how="left")
+        .where(F.col(FRAME_OFFSET).isNull() | ~F.coalesce(is_before, F.lit(False)))
+        .select(*records.columns, F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM))
+        .unionByName(prefixes)
+    )
+
+
+def assignment_frames(frames: DataFrame, details: DataFrame) -> DataFrame:
+    """frames -> the same, an epoch group's moved to the row before its frame row: from where a run
+    writes the group's assignment rows again."""
+    before = details.select(*GROUP, F.col("before_offset"))
+    return (
+        frames.join(before, on=list(GROUP), how="left")
+        .withColumn(FRAME_OFFSET, F.coalesce("before_offset", F.col(FRAME_OFFSET)))
+        .select(*FRAME_COLUMNS)
+    )
+
+
+def patched_rows(earlier: DataFrame, details: DataFrame, frame_records: DataFrame, records: DataFrame) -> DataFrame:
+    """Generation rows before the frames (as the table holds them) + frame_details + the frames' epoch
+    records (epochs.epoch_records of in_epoch_frames) + the touched groups' consumer_group_records ->
+    those rows of the frames' incarnations that the frames change (see the module docstring), changed."""
+    framed = F.broadcast(details.select(*GROUP, "frame_incarnation", FRAME_OFFSET))
+    rows = earlier.join(framed, on=list(GROUP), how="inner").where(F.col("incarnation") == F.col("frame_incarnation"))
+    closes = _closes(frame_records, details)
+    ownership_patched = F.transform(
+        "members",
+        lambda m: m.withField(
+            "ownership",
+            F.transform(
+                m["ownership"],
+                lambda o: o.withField(
+                    "owned_until",
+                    F.coalesce(
+                        o["owned_until"],
+                        F.try_element_at(F.col("_closes"), _holding_key(m["member_id"], o["topic_id"], o["partition"])),
+                    ),
+                ),
+            ),
+        ),
+    )
+    reconciled = _reconciled_again(rows, details, records)
+    patched = (
+        rows.join(closes, on=list(GROUP), how="left")
+        .join(reconciled, on=list(REBALANCE), how="left")
+        .withColumns(
+            {
+                "_members": F.when(F.col("_closes").isNotNull(), ownership_patched).otherwise(F.col("members")),
+                "_reconciled_at": F.when(F.col("_is_found_again"), F.col("_found_at")).otherwise(
+                    F.col("reconciled_at")
+                ),
+            }
+        )
+    )
+    is_changed = ~F.col("_members").eqNullSafe(F.col("members")) | ~F.col("_reconciled_at").eqNullSafe(
+        F.col("reconciled_at")
+    )
+    return (
+        patched.where(is_changed)
+        .withColumns({"members": F.col("_members"), "reconciled_at": F.col("_reconciled_at")})
+        .select(*earlier.columns)
+    )
+
+
+def _holding_key(member_id: Column, topic_id: Column, partition: Column) -> Column:
+    return F.concat_ws("/", member_id, topic_id, partition.cast("string"))
+
+
+def _closes(frame_records: DataFrame, details: DataFrame) -> DataFrame:
+    """(cluster, group_id, _closes): a map holding key -> owned_until of the holdings the frames close
+    that began before their anchors (those of each member's first record in the frame's incarnation)."""
+    anchors = F.broadcast(details.select(*GROUP, FRAME_OFFSET))
+    return (
+        ownership.owned_partitions(frame_records)
+        .join(anchors, on=list(GROUP), how="inner")
+        .where(
+            (F.col("incarnation") == 0)
+            & (F.col("seq") == 1)
+            & (F.col("source_offset") < F.col(FRAME_OFFSET))
+            & F.col("owned_until").isNotNull()
+        )
+        .groupBy(*GROUP)
+        .agg(
+            F.map_from_entries(
+                F.collect_list(
+                    F.struct(_holding_key(F.col("member_id"), F.col("topic_id"), F.col("partition")), "owned_until")
+                )
+            ).alias("_closes")
+        )
+    )
+
+
+def _reconciled_again(rows: DataFrame, details: DataFrame, records: DataFrame) -> DataFrame:
+    """(REBALANCE, _is_found_again, _found_at): reconciled_at found again, from every reconciliation of the
+    incarnation, for the rows whose value a reconciliation the run brings can change."""
+    until = (
+        records.join(F.broadcast(details.select(*GROUP, "frame_partition", FRAME_OFFSET)), on=list(GROUP), how="inner")
+        .where(
+            (F.col("source_partition") == F.col("frame_partition"))
+            & (F.col("source_offset") >= F.col(FRAME_OFFSET))
+            & (_twin_type() == F.lit(epochs.RECORD_GROUP_EPOCH))
+            & F.col("is_tombstone")
+        )
+        .groupBy(*GROUP)
+        .agg(F.min("source_offset").alias("_incarnation_end"))
+    )
+    stable = (
+        epochs.as_consumer_records(records)
+        .join(
+            F.broadcast(
+                details.select(
+                    *GROUP, "frame_partition", "frame_incarnation", "incarnation_start", "changed_from_offset"
+                )
+            ),
+            on=list(GROUP),
+            how="inner",
+        )
+        .join(until, on=list(GROUP), how="left")
+        .where(
+            (F.col("source_partition") == F.col("frame_partition"))
+            & (F.col("source_offset") > F.col("incarnation_start"))
+            & F.coalesce(F.col("source_offset") < F.col("_incarnation_end"), F.lit(True))
+            & (F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER))
+            & ~F.col("is_tombstone")
+            & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE))
+            & F.col("member_epoch").isNotNull()
+        )
+        .withColumn("incarnation", F.col("frame_incarnation"))
+    )
+    first_new = (
+        stable.where(F.col("source_offset") >= F.col("changed_from_offset"))
+        .groupBy(*GROUP)
+        .agg(F.min("record_at").alias("_first_new_at"))
+    )
+    anchor = (*INCARNATION, "generation", "anchor_offset")
+    waiting = (
+        rows.join(first_new, on=list(GROUP), how="left")
+        .where(
+            F.col("generation").isNotNull()
+            & (F.size("members") > 0)
+            & (
+                F.col("reconciled_at").isNull()
+                | F.coalesce(F.col("reconciled_at") > F.col("_first_new_at"), F.lit(False))
+            )
+        )
+        .select(
+            *INCARNATION,
+            "generation",
+            F.col("source_offset").alias("anchor_offset"),
+            F.explode("members").alias("member"),
+        )
+    )
+    return (
+        ownership.with_reconciliation(waiting, stable, anchor)
+        .groupBy(*REBALANCE)
+        .agg(F.when(F.count("reached_at") == F.count(F.lit(1)), F.max("reached_at")).alias("_found_at"))
+        .withColumn("_is_found_again", F.lit(True))
+    )
