@@ -8,7 +8,9 @@ from the record that began holding it. So a frame reads the group's records from
 on after a *prefix*, the records before the anchor that still count: the latest 5 and 7 of each member
 and 16 of each expression, the bumps of the frame's epoch and later, and each member's latest type 8
 record that is not a tombstone with the record after it, whose holdings' starts are taken from the row
-before the frame (that row's epoch ended at that very record). All of them after the last deletion.
+before the frame (that row's epoch ended at that very record); and the reconciliations (type 8, STABLE)
+already at the frame's epoch or later, read for reconciled_at only (ownership.REACH_ONLY). All of them
+after the last deletion.
 
 Rows before the frame change too, in two columns: a holding open there (owned_until null) closes when its
 member releases it, however many epochs later; an epoch's reconciled_at waits for its last member to
@@ -18,8 +20,8 @@ an open holding gets the close the frame finds for the member's holding of that 
 reconciliation's time precedes it. The row before the frame gets its assignment rows again: their
 valid_until follows the holdings it hands on to the frame.
 
-A group whose prefix cannot be taken up exactly (a holding the row before does not list; a member that
-reached the frame's epoch before its anchor) is framed from its first record instead.
+A group whose prefix cannot be taken up exactly (a holding the row before does not list) is framed from
+its first record instead.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ DETAIL_COLUMNS = (
     "incarnation_start",
     "changed_from_offset",
 )
+# Types of which the latest record of each key before an anchor holds there (epoch_spans.latest_before).
+_KEYED_TYPES = (
+    epochs.RECORD_MEMBER_METADATA,
+    epochs.RECORD_TARGET_MEMBER,
+    RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION,
+)
+
+
 def _twin_type() -> Column:
     """A record's type as a consumer group's (a share record's twin)."""
     twins = F.create_map(*[F.lit(t) for pair in epochs.SHARE_AS_CONSUMER_TYPES.items() for t in pair])
@@ -101,15 +111,7 @@ def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame
     latest = F.row_number().over(
         Window.partitionBy(*GROUP, "_twin", "member_id", "regular_expression").orderBy(F.col("source_offset").desc())
     )
-    keyed = (
-        before.where(
-            F.col("_twin").isin(
-                epochs.RECORD_MEMBER_METADATA, epochs.RECORD_TARGET_MEMBER, RECORD_TYPE_CONSUMER_GROUP_REGULAR_EXPRESSION
-            )
-        )
-        .withColumn("_latest", latest)
-        .where(F.col("_latest") == 1)
-    )
+    keyed = before.where(F.col("_twin").isin(*_KEYED_TYPES)).withColumn("_latest", latest).where(F.col("_latest") == 1)
     bumps = before.where(
         (F.col("_twin") == F.lit(epochs.RECORD_GROUP_EPOCH))
         & ~is_tombstone
@@ -148,22 +150,26 @@ def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame
         ),
     )
     held = held.withColumn(CARRIED_OWNED_FROM, carried.cast(ownership.CARRIED_TYPE))
-    # A holding the row before does not list, or the frame's epoch reached before its anchor: not exact.
+    # A holding the row before does not list: not exact.
     untaken = held.where(F.exists(CARRIED_OWNED_FROM, lambda pair: pair["owned_from"].isNull())).select(*GROUP)
+    # A member can report an epoch before its target's anchor (its epoch bumped, the target not yet
+    # written): such a reconciliation counts for the frame's epochs, and only for their reconciled_at.
     reached_early = current.where(
         ~is_tombstone
+        & ~is_held
         & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE))
         & (F.col("member_epoch") >= F.col("frame_generation"))
-    ).select(*GROUP)
-    columns = [*records.columns, CARRIED_OWNED_FROM]
-    no_carry = F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM)
-    rows = (
-        keyed.select(*records.columns, no_carry)
-        .unionByName(bumps.select(*records.columns, no_carry))
-        .unionByName(current.where(F.col("source_offset") == F.col("_after")).select(*records.columns, no_carry))
-        .unionByName(held.select(*columns))
     )
-    return rows, untaken.unionByName(reached_early).distinct()
+    no_carry = F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM)
+    counted = [*records.columns, no_carry, F.lit(False).alias(ownership.REACH_ONLY)]
+    rows = (
+        keyed.select(*counted)
+        .unionByName(bumps.select(*counted))
+        .unionByName(current.where(F.col("source_offset") == F.col("_after")).select(*counted))
+        .unionByName(held.select(*records.columns, CARRIED_OWNED_FROM, F.lit(False).alias(ownership.REACH_ONLY)))
+        .unionByName(reached_early.select(*records.columns, no_carry, F.lit(True).alias(ownership.REACH_ONLY)))
+    )
+    return rows, untaken.distinct()
 
 
 def _holdings_before(details: DataFrame) -> DataFrame:
@@ -181,7 +187,11 @@ def in_epoch_frames(records: DataFrame, details: DataFrame, prefixes: DataFrame)
     return (
         records.join(framed, on=list(GROUP), how="left")
         .where(F.col(FRAME_OFFSET).isNull() | ~F.coalesce(is_before, F.lit(False)))
-        .select(*records.columns, F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM))
+        .select(
+            *records.columns,
+            F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM),
+            F.lit(False).alias(ownership.REACH_ONLY),
+        )
         .unionByName(prefixes)
     )
 

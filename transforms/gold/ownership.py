@@ -26,6 +26,9 @@ _AFTER_EVERY_RECORD = 2**63 - 1  # the last epoch ends after the member's every 
 # A frame's first type 8 record of a member holds partitions since before the frame: when each was taken.
 CARRIED_OWNED_FROM = "carried_owned_from"
 CARRIED_TYPE = "array<struct<topic_id:string,partition:int,owned_from:timestamp>>"
+# A frame's record before its anchor that counts only as a reconciliation (with_reconciliation), not as a
+# state of its member's assignment.
+REACH_ONLY = "reach_only"
 
 
 def owned_by() -> Column:
@@ -40,7 +43,10 @@ def _member_records(records: DataFrame) -> DataFrame:
     its holdings carried from before a frame (CARRIED_OWNED_FROM, epoch_frames.py; null elsewhere)."""
     in_member_order = Window.partitionBy(*MEMBER).orderBy("source_offset")
     carried = F.col(CARRIED_OWNED_FROM) if CARRIED_OWNED_FROM in records.columns else F.lit(None)
-    return records.where(F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER)).select(
+    is_state = F.col("record_type") == F.lit(RECORD_CURRENT_MEMBER)
+    if REACH_ONLY in records.columns:
+        is_state = is_state & ~F.coalesce(F.col(REACH_ONLY), F.lit(False))
+    return records.where(is_state).select(
         *MEMBER,
         "source_offset",
         "record_at",
