@@ -55,9 +55,9 @@ def taken_up(
     `group_records` (consumer_group_records). An epoch group whose prefix cannot be taken up exactly is
     framed from its first record."""
     framed = materialized(frames.frame_rows(touched_generations, touched_rebalances, settled, starts))
-    details = epoch_frames.frame_details(framed, touched_generations, starts)
-    prefixes, untaken = epoch_frames.prefix(group_records, materialized(details))
-    untaken = materialized(untaken)
+    details = materialized(epoch_frames.frame_details(framed, touched_generations, starts))
+    prefixes = held_on_disk(epoch_frames.prefix(group_records, details))
+    untaken = materialized(prefixes.where(epoch_frames.UNTAKEN).select(*GROUP).distinct())
     framed, details, prefixes = (
         rows.join(untaken, on=list(GROUP), how="left_anti") for rows in (framed, details, prefixes)
     )
@@ -66,7 +66,7 @@ def taken_up(
         framed,
         held_on_disk(frames.before_frames(touched_generations, framed)),
         materialized(details),
-        held_on_disk(prefixes),
+        prefixes.drop(epoch_frames.UNTAKEN),
     )
 
 

@@ -46,6 +46,8 @@ DETAIL_COLUMNS = (
     "incarnation_start",
     "changed_from_offset",
 )
+# On a prefix row (prefix): its group's prefix cannot be taken up exactly.
+UNTAKEN = "_untaken"
 # Types of which the latest record of each key before an anchor holds there (epoch_spans.latest_before).
 _KEYED_TYPES = (
     epochs.RECORD_MEMBER_METADATA,
@@ -102,10 +104,10 @@ def _before_anchor(records: DataFrame, details: DataFrame) -> DataFrame:
     )
 
 
-def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The touched groups' consumer_group_records (silver) + frame_details -> (the prefix of each frame:
-    silver rows, with CARRIED_OWNED_FROM on each member's held type 8 record; the groups (cluster,
-    group_id) whose prefix cannot be taken up exactly)."""
+def prefix(records: DataFrame, details: DataFrame) -> DataFrame:
+    """The touched groups' consumer_group_records (silver) + frame_details -> the prefix of each frame:
+    silver rows, with CARRIED_OWNED_FROM on each member's held type 8 record, REACH_ONLY, and UNTAKEN on
+    a held record whose holdings cannot all be taken up (its group is to be framed whole)."""
     before = _before_anchor(records, details)
     is_tombstone = F.col("is_tombstone")
     latest = F.row_number().over(
@@ -120,6 +122,7 @@ def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame
     member = Window.partitionBy(*GROUP, "member_id")
     current = (
         before.where(F.col("_twin") == F.lit(RECORD_CURRENT_MEMBER))
+        .join(_members_from_anchor(records, details, keyed), on=[*GROUP, "member_id"], how="left_semi")
         .withColumn("_held_at", F.max(F.when(~is_tombstone, F.col("source_offset"))).over(member))
         .withColumn(
             "_after", F.min(F.when(F.col("source_offset") > F.col("_held_at"), F.col("source_offset"))).over(member)
@@ -151,7 +154,7 @@ def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame
     )
     held = held.withColumn(CARRIED_OWNED_FROM, carried.cast(ownership.CARRIED_TYPE))
     # A holding the row before does not list: not exact.
-    untaken = held.where(F.exists(CARRIED_OWNED_FROM, lambda pair: pair["owned_from"].isNull())).select(*GROUP)
+    is_untaken = F.exists(CARRIED_OWNED_FROM, lambda pair: pair["owned_from"].isNull())
     # A member can report an epoch before its target's anchor (its epoch bumped, the target not yet
     # written): such a reconciliation counts for the frame's epochs, and only for their reconciled_at.
     reached_early = current.where(
@@ -161,15 +164,46 @@ def prefix(records: DataFrame, details: DataFrame) -> tuple[DataFrame, DataFrame
         & (F.col("member_epoch") >= F.col("frame_generation"))
     )
     no_carry = F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM)
-    counted = [*records.columns, no_carry, F.lit(False).alias(ownership.REACH_ONLY)]
-    rows = (
+    counted = [*records.columns, no_carry, F.lit(False).alias(ownership.REACH_ONLY), F.lit(False).alias(UNTAKEN)]
+    return (
         keyed.select(*counted)
         .unionByName(bumps.select(*counted))
         .unionByName(current.where(F.col("source_offset") == F.col("_after")).select(*counted))
-        .unionByName(held.select(*records.columns, CARRIED_OWNED_FROM, F.lit(False).alias(ownership.REACH_ONLY)))
-        .unionByName(reached_early.select(*records.columns, no_carry, F.lit(True).alias(ownership.REACH_ONLY)))
+        .unionByName(
+            held.select(
+                *records.columns,
+                CARRIED_OWNED_FROM,
+                F.lit(False).alias(ownership.REACH_ONLY),
+                is_untaken.alias(UNTAKEN),
+            )
+        )
+        .unionByName(
+            reached_early.select(
+                *records.columns, no_carry, F.lit(True).alias(ownership.REACH_ONLY), F.lit(False).alias(UNTAKEN)
+            )
+        )
     )
-    return rows, untaken.distinct()
+
+
+def _members_from_anchor(records: DataFrame, details: DataFrame, keyed: DataFrame) -> DataFrame:
+    """(cluster, group_id, member_id) of the members an epoch from the anchor on can list: a member there
+    at the anchor, or one whose metadata comes again after it (a member that left may rejoin under its
+    id). A member that left for good before the anchor is in no frame row: its type 8 records before the
+    anchor (and their holdings, which the row before no longer lists) are left out."""
+    at_anchor = keyed.where((F.col("_twin") == F.lit(epochs.RECORD_MEMBER_METADATA)) & ~F.col("is_tombstone")).select(
+        *GROUP, "member_id"
+    )
+    again = (
+        records.join(F.broadcast(details.select(*GROUP, "frame_partition", FRAME_OFFSET)), on=list(GROUP))
+        .where(
+            (F.col("source_partition") == F.col("frame_partition"))
+            & (F.col("source_offset") >= F.col(FRAME_OFFSET))
+            & (_twin_type() == F.lit(epochs.RECORD_MEMBER_METADATA))
+            & ~F.col("is_tombstone")
+        )
+        .select(*GROUP, "member_id")
+    )
+    return at_anchor.unionByName(again).distinct()
 
 
 def _holdings_before(details: DataFrame) -> DataFrame:
