@@ -297,6 +297,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         spark, config, touched_generations, touched_rebalances, settled, starts, touched_records
     )
     run.counts["generations_kept"] = taken_up.generations.count()
+    run.counts["epoch_groups_framed_from_a_row"] = taken_up.epochs.count()
     run.counts["rebalances_kept"] = settled.count()
     store = history_writes.groups_store(spark, config, commit_note, groups, count)
     build_history(

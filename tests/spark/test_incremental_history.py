@@ -335,6 +335,8 @@ def test_an_epoch_group_is_taken_up_from_a_row_and_its_open_holdings_closed_befo
     assert 3 in assigned and not {1, 2} & assigned, assigned
     framed = _changed_generations(spark, config, results, 3, "generations", "kip848")
     assert 3 in framed and not {1, 2} & framed, framed
+    # share-lab on night 2 (from epoch 2), share-lab and kip848 on night 3.
+    assert [counts.get("epoch_groups_framed_from_a_row", 0) for counts, *_ in results] == [0, 1, 2, 0, 0]
 
 
 def test_rows_kept_stay_where_the_tables_hold_them(spark, nights):
