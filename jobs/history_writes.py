@@ -1,5 +1,6 @@
 """How the history step keeps and writes its rows: the rows of groups framed from a row of the table
-(transforms/gold/frames.py, epoch_frames.py), and the stores that replace the cluster's or the touched groups' rows.
+(transforms/gold/frames.py, epoch_frames.py, epoch_patches.py), and the stores that replace the
+cluster's or the touched groups' rows.
 
 The rows a run keeps (a framed group's generations before its frame row, their assignments and
 capacity; a settled rebalance's own row, its movements and what-if rows) stay where the table holds them:

@@ -51,6 +51,7 @@ from transforms.gold import (
     assignment_math,
     departures,
     epoch_frames,
+    epoch_patches,
     epochs,
     frames,
     frequency,
@@ -122,7 +123,7 @@ def build_history(
             epoch_group_records.join(taken_up.epochs.select(*GROUP), on=list(GROUP), how="left_semi")
         )
         patched = held_on_disk(
-            epoch_frames.patched_rows(taken_up.generations, taken_up.epochs, framed_epoch_records, group_records)
+            epoch_patches.patched_rows(taken_up.generations, taken_up.epochs, framed_epoch_records, group_records)
         )
         computed_generations = computed_generations.unionByName(patched)
         generations_kept = frames.without_keys(kept_generations, patched.select(*REBALANCE))

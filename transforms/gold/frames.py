@@ -18,9 +18,9 @@ a rebalance in the frame as it does in the whole history: a revoke round needs p
 from the generation before, which the frame lacks, so the test can only turn false there, never true.
 
 KIP-848 and share records are deltas of their members' state: such a group's frame also reads a prefix
-of the records before its frame row and patches rows before it (transforms/gold/epoch_frames.py). A
-streams group is framed from its first record still, as is a group that changed protocol, one with a row
-outside its changes' partition, or changes without a place.
+of the records before its frame row (transforms/gold/epoch_frames.py) and patches rows before it
+(epoch_patches.py). A streams group is framed from its first record still, as is a group that changed
+protocol, one with a row outside its changes' partition, or changes without a place.
 """
 
 from __future__ import annotations
