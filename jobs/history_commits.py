@@ -31,7 +31,7 @@ def commit_times_read_by(
 ) -> DataFrame:
     """departures.commit_times_read_by for the rebalances in `framed`, read from the groups' narrowed
     floors, then from their floors for the groups a narrowed read may answer otherwise (resume.py);
-    held. `progress` hears what was read."""
+    held (two held frames for a run that read again). `progress` hears what was read."""
     floors = materialized(resume.commit_floors(framed))
     narrowed = materialized(resume.narrowed_floors(framed, floors, margin_ms))
     read = _commits_from_floors(framed, commits, narrowed, silent, progress)
@@ -44,10 +44,14 @@ def commit_times_read_by(
     progress(f"{count:,} group(s) with a lookup before the narrowed floor: their commits read again from the floor")
     again = framed.join(short, on=list(GROUP), how="left_semi")
     floors_again = floors.join(short, on=list(GROUP), how="left_semi")
-    times_again = departures.commit_times_read_by(
-        again, assignments, _commits_from_floors(again, commits, floors_again, silent, progress)
+    times_again = held_on_disk(
+        departures.commit_times_read_by(
+            again, assignments, _commits_from_floors(again, commits, floors_again, silent, progress)
+        )
     )
-    return held_on_disk(times.join(short, on=list(GROUP), how="left_anti").unionByName(times_again))
+    # Both sides held: the union is read as it stands (holding it again copied every time read, 1.6M rows
+    # at the bench's night 7, for a group or two read again).
+    return times.join(F.broadcast(short), on=list(GROUP), how="left_anti").unionByName(times_again)
 
 
 def _commits_from_floors(
