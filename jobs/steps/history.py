@@ -4,9 +4,9 @@ what-if replay of every rebalance through Kafka's assignors, idle capacity, and 
 Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py). A
 run reads what changed in silver since then (Change Data Feed), finds the groups those changes can alter
 (transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every other
-group keeps its rows. A touched classic, KIP-848 or share group is framed again from a row of the table
-on, its rows before that kept (transforms/gold/frames.py; an epoch group's open holdings in them patched:
-epoch_frames.py); a streams group from all its group records. Settled rebalances are kept as the table
+group keeps its rows. A touched group is framed again from a row of the table on, its rows before that
+kept (transforms/gold/frames.py; a KIP-848, share or streams group's open holdings in them patched:
+epoch_frames.py). Settled rebalances are kept as the table
 holds them and the others read only the commits from where their readings start
 (transforms/gold/resume.py): the commits, nearly every record, are read for the night's stretch of
 history, not for all of it. The kept rebalances' rows and the generations kept, with their assignments
@@ -89,8 +89,8 @@ def build_history(
     `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
     group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
     rebalances kept as the tables hold them (transforms/gold/resume.py); the others read commits from
-    their groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: classic
-    groups framed from a row of the table on (transforms/gold/frames.py). With `settled`, `store` is a
+    their groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: groups
+    framed from a row of the table on (transforms/gold/frames.py). With `settled`, `store` is a
     history_writes.Store: the rows kept stay in their tables and only the others are handed to it."""
     offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
     taken_up = taken_up or frames.nothing_taken_up(offset_commits.sparkSession)
@@ -144,7 +144,10 @@ def build_history(
             settings.cooperative_round_gap_ms,
         )
     )
-    members = store("streams_members", streams_members.streams_members(gens, group_records))
+    # A streams epoch's members read the records before its end: the frame's, with its prefix, hold them.
+    members = _store_beside(
+        store, "streams_members", streams_members.streams_members(framed_gens, epoch_group_records), kept_generations
+    )
     commits = offsets.filter_uncounted_commits(offset_commits)
     share_member_records = epochs.share_member_records(group_records)
     if settled is None:

@@ -15,7 +15,8 @@ the way the incremental decode appends them; the history step runs after each ni
   the handover, brings the cooperative group's last generations (it is framed from a row of the table:
   transforms/gold/frames.py), the streams and share groups' last epochs, a second streams group from
   creation to deletion, the rest of a second share group up to its deletion, and the kip848 group's
-  departure and last epoch (it and share-lab are framed from a row too: transforms/gold/epoch_frames.py);
+  departure and last epoch (it, share-lab and streams-lab are framed from a row too:
+  transforms/gold/epoch_frames.py);
 - night 4 brings commits that no rebalance reads (their group is not rebuilt);
 - night 5 brings nothing new: the same run as night 4's again.
 Night 1 rebuilds the cluster (no note yet). After the last night each history table equals, row by row
@@ -84,10 +85,11 @@ def night_of() -> Column:
         .when(partition == 10, F.lit(2))
         .when(partition == 16, F.lit(1))
         # streams: streams-lab's epoch 5 (target at 29) is cut after its newcomer's first current
-        # assignments (30, 31); night 2 ends after epoch 6's target (45) and one member's reaching it (48).
-        # Partition 21 (streams-lab-deleted, created to deleted) comes on night 3; partition 17
-        # (streams-lab-grow) never.
-        .when(partition == 47, _night(offset, [(1, 31), (2, 48), (3, 10**9)]))
+        # assignments (30, 31); night 2 ends on epoch 7's target (59), before its member reaches it (60-62):
+        # night 3 frames the group from epoch 5, whose member 8__fJ3 holds tasks since its current
+        # assignment at 7 (epoch 3), carried from epoch 4's row. Partition 21 (streams-lab-deleted, created
+        # to deleted) comes on night 3; partition 17 (streams-lab-grow) never.
+        .when(partition == 47, _night(offset, [(1, 31), (2, 59), (3, 10**9)]))
         .when(partition == 21, F.lit(3))
         # share: share-lab's epoch 4 (target at 22) is cut before its members' current assignments (23-26);
         # night 2 ends after epoch 7's target (40). share-lab-deleted (partition 19): its first two epochs
@@ -307,9 +309,9 @@ def test_a_classic_group_is_taken_up_from_a_row_of_the_table(nights):
     right). On night 2 its first rebalance is not settled yet: framed from its first row, nothing kept."""
     _, _, results = nights
     kept = [counts.get("generations_kept", 0) for counts, *_ in results]
-    # Epoch groups too (test below): share-lab keeps epoch 1 on night 2 and epochs 1-3 on night 3, kip848
-    # its epochs 1 and 2 on night 3.
-    assert kept == [0, 1, 8, 0, 0], kept
+    # Epoch groups too (tests below): share-lab keeps epoch 1 on night 2 and epochs 1-3 on night 3, kip848
+    # its epochs 1 and 2 on night 3, streams-lab its epochs 3 and 4 on night 3.
+    assert kept == [0, 1, 10, 0, 0], kept
 
 
 def _changed_generations(spark, config, results, night: int, name: str, group_id: str) -> set[int]:
@@ -335,8 +337,32 @@ def test_an_epoch_group_is_taken_up_from_a_row_and_its_open_holdings_closed_befo
     assert 3 in assigned and not {1, 2} & assigned, assigned
     framed = _changed_generations(spark, config, results, 3, "generations", "kip848")
     assert 3 in framed and not {1, 2} & framed, framed
-    # share-lab on night 2 (from epoch 2), share-lab and kip848 on night 3.
-    assert [counts.get("epoch_groups_framed_from_a_row", 0) for counts, *_ in results] == [0, 1, 2, 0, 0]
+    # share-lab on night 2 (from epoch 2), share-lab, kip848 and streams-lab on night 3.
+    assert [counts.get("epoch_groups_framed_from_a_row", 0) for counts, *_ in results] == [0, 1, 3, 0, 0]
+
+
+def test_a_streams_group_is_taken_up_from_a_row_with_its_members(spark, nights):
+    """streams-lab on night 3 is framed from epoch 5 (the rebalances closing at 6 and 7 are computed
+    again): its members' active tasks (value_json) are carried from the row before the frame as a KIP-848
+    member's partitions are (8__fJ3 holds tasks since epoch 3). Epochs 3 and 4 keep their generation and
+    streams_members rows as the tables hold them; the group's later epochs are written again in both. The
+    full run's equality above shows the values right (ownership and standby tasks among them)."""
+    config, _, results = nights
+    tables_before = results[1][3]
+    epochs_before = {
+        row["generation"]
+        for row in spark.read.format("delta")
+        .option("versionAsOf", tables_before["generations"])
+        .table(config.table("generations"))
+        .where((F.col("cluster") == F.lit(CLUSTER)) & (F.col("group_id") == F.lit("streams-lab")))
+        .select("generation")
+        .collect()
+    }
+    written = _changed_generations(spark, config, results, 3, "generations", "streams-lab")
+    kept = epochs_before - written
+    assert kept == {3, 4} and written, (epochs_before, written)
+    members_written = _changed_generations(spark, config, results, 3, "streams_members", "streams-lab")
+    assert members_written and not kept & members_written, (kept, members_written)
 
 
 def test_rows_kept_stay_where_the_tables_hold_them(spark, nights):

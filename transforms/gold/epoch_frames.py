@@ -1,5 +1,6 @@
-"""Where an incremental history run takes up a touched KIP-848 or share group: from a row of the table on
-(transforms/gold/frames.py chooses the row), instead of from the group's first record.
+"""Where an incremental history run takes up a touched KIP-848, share or streams group: from a row of the
+table on (transforms/gold/frames.py chooses the row), instead of from the group's first record. Share and
+streams records are read here as their consumer twins (a streams member's active tasks as its partitions).
 
 An epoch row (transforms/gold/epochs.py) is made of the latest record of each kind and key before its
 anchor (its type 6 record): each member's metadata (5) and target (7), each regular expression (16), the
@@ -29,6 +30,7 @@ from transforms.gold import epochs, ownership
 from transforms.gold.frames import FRAME_COLUMNS, FRAME_OFFSET, FRAMED_EPOCH_PROTOCOLS
 from transforms.gold.generations import GROUP
 from transforms.gold.ownership import CARRIED_OWNED_FROM, MEMBER_STATE_STABLE, RECORD_CURRENT_MEMBER
+from transforms.gold.streams_records import STREAMS_AS_CONSUMER_TYPES, with_streams_as_consumer
 
 # Per epoch group framed: its frame (FRAME_COLUMNS), the frame row's epoch, the row before it (offset,
 # generation, members), the offset of the deletion its incarnation follows (-1: none) and where its changes start.
@@ -51,10 +53,28 @@ _KEYED_TYPES = (
 )
 
 
+# The columns a streams record holds otherwise than its consumer twin (streams_records.py).
+_TWINNED = ("record_type", "member_state", "assigned_partitions", "partitions_pending_revocation")
+
+
 def twin_type() -> Column:
-    """A record's type as a consumer group's (a share record's twin)."""
-    twins = F.create_map(*[F.lit(t) for pair in epochs.SHARE_AS_CONSUMER_TYPES.items() for t in pair])
+    """A record's type as a consumer group's (a share or streams record's twin)."""
+    twin_pairs = {**epochs.SHARE_AS_CONSUMER_TYPES, **STREAMS_AS_CONSUMER_TYPES}
+    twins = F.create_map(*[F.lit(t) for pair in twin_pairs.items() for t in pair])
     return F.coalesce(F.try_element_at(twins, F.col("record_type")), F.col("record_type"))
+
+
+def _with_twin_view(rows: DataFrame) -> DataFrame:
+    """Silver rows + `_twin` (type), `_state` (member state) and `_owned` (ownership.owned_by) as their
+    consumer twins'; the silver columns unchanged, for the prefix is read again as silver."""
+    saved = rows.withColumns({f"_silver_{name}": F.col(name) for name in _TWINNED})
+    return (
+        with_streams_as_consumer(saved)
+        .withColumns({"_state": F.col("member_state"), "_owned": ownership.owned_by()})
+        .withColumns({name: F.col(f"_silver_{name}") for name in _TWINNED})
+        .drop(*[f"_silver_{name}" for name in _TWINNED])
+        .withColumn("_twin", twin_type())
+    )
 
 
 def frame_details(frames: DataFrame, generations: DataFrame, starts: DataFrame) -> DataFrame:
@@ -86,16 +106,14 @@ def frame_details(frames: DataFrame, generations: DataFrame, starts: DataFrame) 
 
 
 def _before_anchor(records: DataFrame, details: DataFrame) -> DataFrame:
-    """The frames' group records from their incarnation's start to the anchor, with `_twin` (their type as
-    a consumer group's)."""
-    return (
-        records.join(F.broadcast(details), on=list(GROUP), how="inner")
-        .where(
+    """The frames' group records from their incarnation's start to the anchor, with their consumer twins'
+    view (_with_twin_view)."""
+    return _with_twin_view(
+        records.join(F.broadcast(details), on=list(GROUP), how="inner").where(
             (F.col("source_partition") == F.col("frame_partition"))
             & (F.col("source_offset") > F.col("incarnation_start"))
             & (F.col("source_offset") < F.col(FRAME_OFFSET))
         )
-        .withColumn("_twin", twin_type())
     )
 
 
@@ -127,7 +145,7 @@ def prefix(records: DataFrame, details: DataFrame) -> DataFrame:
     held = current.where(is_held).join(_holdings_before(details), on=[*GROUP, "member_id"], how="left")
     pairs = F.flatten(
         F.transform(
-            ownership.owned_by(),
+            F.col("_owned"),
             lambda tp: F.transform(
                 tp["partitions"], lambda p: F.struct(tp["topic_id"].alias("topic_id"), p.alias("partition"))
             ),
@@ -155,7 +173,7 @@ def prefix(records: DataFrame, details: DataFrame) -> DataFrame:
     reached_early = current.where(
         ~is_tombstone
         & ~is_held
-        & (F.col("member_state") == F.lit(MEMBER_STATE_STABLE))
+        & (F.col("_state") == F.lit(MEMBER_STATE_STABLE))
         & (F.col("member_epoch") >= F.col("frame_generation"))
     )
     no_carry = F.lit(None).cast(ownership.CARRIED_TYPE).alias(CARRIED_OWNED_FROM)

@@ -17,10 +17,10 @@ at the frame row, like every one before it, is settled: kept as the table holds 
 a rebalance in the frame as it does in the whole history: a revoke round needs partitions still pending
 from the generation before, which the frame lacks, so the test can only turn false there, never true.
 
-KIP-848 and share records are deltas of their members' state: such a group's frame also reads a prefix
-of the records before its frame row (transforms/gold/epoch_frames.py) and patches rows before it
-(epoch_patches.py). A streams group is framed from its first record still, as is a group that changed
-protocol, one with a row outside its changes' partition, or changes without a place.
+KIP-848, share and streams records are deltas of their members' state: such a group's frame also reads a
+prefix of the records before its frame row (transforms/gold/epoch_frames.py) and patches rows before it
+(epoch_patches.py). A group that changed protocol is framed from its first record, as is one with a row
+outside its changes' partition, or changes without a place.
 """
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ from transforms.gold.generations import (
     GROUP_PROTOCOL_CLASSIC,
     GROUP_PROTOCOL_CONSUMER,
     GROUP_PROTOCOL_SHARE,
+    GROUP_PROTOCOL_STREAMS,
     INCARNATION,
     REBALANCE,
     skipped_generations,
 )
 
 FRAME_OFFSET = "frame_from_offset"
-# Epoch groups framed from a row (KIP-848 and share: their records are one stream of member deltas);
-# streams groups' members and tasks are still read from all their records.
-FRAMED_EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE)
+# Epoch groups framed from a row: their records are one stream of member deltas.
+FRAMED_EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE, GROUP_PROTOCOL_STREAMS)
 # Per framed group: the frame row's place (frame_partition, FRAME_OFFSET), incarnation and previous generation.
 FRAME_COLUMNS = (*GROUP, "frame_partition", FRAME_OFFSET, "frame_incarnation", "frame_previous_generation")
 FRAMES_SCHEMA = (
