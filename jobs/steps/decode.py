@@ -159,7 +159,7 @@ def _write_decoded(
     try:
         group_members = silver.explode_group_members(others)
         outputs = {
-            "offset_commits": silver.filter_offset_commits(commits).unionByName(silver.filter_offset_commits(others)),
+            "offset_commits": silver.filter_offset_commits(commits),
             "group_metadata": silver.filter_group_metadata(others),
             "group_members": group_members,
             "member_assignments": silver.explode_member_assignments(group_members),
@@ -171,9 +171,13 @@ def _write_decoded(
             outputs[name] = outputs[name].unionByName(rows.select(*outputs[name].columns))
         # Commits in files by partition, then time: the later steps read the commits from a time on, and
         # Delta skips every earlier night's file that ends before it; history reads one partition from
-        # a time days back, and then skips the files of that night that hold other partitions.
-        outputs["offset_commits"] = outputs["offset_commits"].repartitionByRange(
-            F.col("source_partition"), F.col("record_at")
+        # a time days back, and then skips the files of that night that hold other partitions. The few
+        # others' commits (a pending transaction's among them) in a file of their own: the marker that
+        # resolves a pending one rewrites that small file, not a large one.
+        outputs["offset_commits"] = (
+            outputs["offset_commits"]
+            .repartitionByRange(F.col("source_partition"), F.col("record_at"))
+            .unionByName(silver.filter_offset_commits(others).coalesce(1))
         )
         for name in tables:
             replace_where = cluster_predicate(config.cluster) if replace else None
