@@ -121,10 +121,14 @@ def test_every_real_record_decodes_as_the_reference_decodes_it(spark, real_rows)
     assert_same_rows(spark, real_rows)
 
 
-def test_the_fast_path_takes_the_real_offset_commits(spark, real_rows):
+def test_the_fast_path_takes_the_real_offset_commits_but_pending_ones(spark, real_rows):
+    """A pending transaction's commits go with the others: the decode job writes those in a file apart,
+    which the marker that resolves them rewrites on a later night."""
     commits = [row for row in real_rows if row["key"] and row["key"][:2] == b"\x00\x01"]
-    assert len(commits) > 5_000
-    assert taken_by_the_fast_path(spark, commits) == len(commits)
+    pending = [row for row in commits if row["txn_state"] == "pending"]
+    assert len(commits) > 5_000 and pending
+    assert taken_by_the_fast_path(spark, commits) == len(commits) - len(pending)
+    assert taken_by_the_fast_path(spark, pending) == 0
     others = [row for row in real_rows if row["key"] and row["key"][:2] != b"\x00\x01"]
     assert taken_by_the_fast_path(spark, others) == 0
 
