@@ -96,9 +96,16 @@ def build_history(
     taken_up = taken_up or frames.nothing_taken_up(offset_commits.sparkSession)
     names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
     if groups is not None:
-        # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time.
+        # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time. With
+        # `settled`, the commits are read by their groups' floors, a join of its own: joined with the groups
+        # too, every commit read paid for a lookup more (about a second at the bench's night 7).
         listed = F.broadcast(groups)
-        silver = {name: rows.join(listed, on=list(GROUP), how="left_semi") for name, rows in silver.items()}
+        silver = {
+            name: rows
+            if name == "offset_commits" and settled is not None
+            else rows.join(listed, on=list(GROUP), how="left_semi")
+            for name, rows in silver.items()
+        }
     # The group records are read by many plans below: held once, not scanned from Delta by each. Held on
     # disk, as the other large frames here: in the heap they took a 50M-record night's aggregations' memory.
     silver = {name: held_on_disk(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
@@ -153,7 +160,8 @@ def build_history(
     if settled is None:
         to_compute, kept = framed, None
         # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
-        commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, commits))
+        probed = commits.join(F.broadcast(to_compute.select(*GROUP).distinct()), on=list(GROUP), how="left_semi")
+        commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, probed))
     else:
         framed_or_before = framed.select(*REBALANCE).unionByName(frames.settled_by_frames(gens, taken_up.frames))
         kept = settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi")

@@ -161,7 +161,7 @@ def commit_lookups(rebalances: DataFrame, assignments: DataFrame, share_member_r
 
 
 def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits: DataFrame) -> DataFrame:
-    """framed rebalances + assignments + counted commits -> (OFFSET_KEY, record_at): the commit times that
+    """framed rebalances + assignments + their groups' counted commits -> (OFFSET_KEY, record_at): the commit times that
     `members_left` and `pause_estimates` of these rebalances can land on, found in one pass over the
     commits (each reads them twice, see commit_times_around; here they read these few rows instead).
 
@@ -177,10 +177,8 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     group_minutes = functools.reduce(
         DataFrame.unionByName, [pauses.select(*GROUP, _minute(F.col(at)).alias("minute")) for at in PAUSE_PROBE_TIMES]
     )
-    probed_groups = F.broadcast(rebalances.select(*GROUP).distinct())
     flagged = (
-        commits.join(probed_groups, on=list(GROUP), how="left_semi")
-        .select(*OFFSET_KEY, "record_at", _minute(F.col("record_at")).alias("minute"))
+        commits.select(*OFFSET_KEY, "record_at", _minute(F.col("record_at")).alias("minute"))
         .join(
             F.broadcast(leaver_minutes.distinct().withColumns({"is_probed": F.lit(True)})),
             on=[*OFFSET_KEY, "minute"],
