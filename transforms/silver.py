@@ -12,6 +12,8 @@ A record is common when every check of the reference decoder passes trivially (t
 the rules): a readable type-1 key whose lengths add up exactly, and a null value (tombstone) or a value
 of version 0-4 whose lengths add up exactly, with valid UTF-8 strings; for v4, a metadata length that
 fits one varint byte and no tagged fields. Their layouts are fixed (kafka-record-formats.md 3.1-3.2).
+A record of a transaction still pending is not common: the decode job writes the others' commits in a
+file apart, which the marker resolving it rewrites on a later night.
 """
 
 from __future__ import annotations
