@@ -6,7 +6,9 @@ The rows a run keeps (a framed group's generations before its frame row, their a
 capacity; a settled rebalance's own row, its movements and what-if rows) stay where the table holds them:
 the run deletes the touched groups' other rows and adds the ones it computed, in one MERGE per table.
 Rewritten with the rest, they made every night write again nearly the whole of those tables (nearly every
-group is touched each night), a cost that grew with the history.
+group is touched each night), a cost that grew with the history. The tables have deletion vectors for the
+same reason: without them Delta writes again each file holding a deleted row, with every kept row in it,
+and a night's MERGE puts its copies and its new rows in the files the next night's deletes reach.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ _DELTA_VERSION_FILE = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[\w-]
 
 
 CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
+DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 # The tables holding nearly every record keep file statistics only of the columns their readers filter
 # on (a partition's offsets and times; whether raw holds other sources, or a capture's rows), not of the
@@ -56,13 +57,22 @@ STATS_COLUMNS = {
 
 
 def ensure_table(
-    spark: SparkSession, name: str, schema: StructType, partition_by: Sequence[str] = (), change_feed: bool = False
+    spark: SparkSession,
+    name: str,
+    schema: StructType,
+    partition_by: Sequence[str] = (),
+    change_feed: bool = False,
+    deletion_vectors: bool = False,
 ) -> None:
     """Creates the table if it does not exist. `change_feed`: the table is a later step's input, which
     reads only what changed since its last run through Delta's Change Data Feed (turned on for a table
-    an earlier version created without it; its readers then start from scratch once). A table of
-    STATS_COLUMNS gets its statistics columns (an earlier version's keeps its files' full statistics)."""
+    an earlier version created without it; its readers then start from scratch once). `deletion_vectors`:
+    rows a run deletes are marked, not their files rewritten (turned on for an earlier version's table too).
+    A table of STATS_COLUMNS gets its statistics columns (an earlier version's keeps its files' full
+    statistics)."""
     properties = {CHANGE_FEED_PROPERTY: "true"} if change_feed else {}
+    if deletion_vectors:
+        properties[DELETION_VECTORS_PROPERTY] = "true"
     if stats_columns := STATS_COLUMNS.get(name.rsplit(".", 1)[-1]):
         properties[STATS_COLUMNS_PROPERTY] = ",".join(stats_columns)
     if not spark.catalog.tableExists(name):

@@ -256,8 +256,18 @@ def touched_groups(changes: Mapping[str, DataFrame], history: Mapping[str, DataF
 
 
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
-    for name in HISTORY_TABLES:  # change feed on: the metrics step can follow what history rewrote
-        ensure_table(spark, config.table(name), gold.GOLD_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
+    # Change feed on: the metrics step can follow what history rewrote. Deletion vectors on: a night deletes
+    # its groups' rows from their frames on (history_writes.py), and without them each file holding one
+    # such row was written again whole, with every kept row in it (the whole table each night).
+    for name in HISTORY_TABLES:
+        ensure_table(
+            spark,
+            config.table(name),
+            gold.GOLD_SCHEMAS[name],
+            partition_by=("cluster",),
+            change_feed=True,
+            deletion_vectors=True,
+        )
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
     commit_note = note(STEP, config.cluster, until)
     silver = {name: _silver_at(spark, config, name, version) for name, version in until.items()}
