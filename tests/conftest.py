@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.small_data import SMALL_DATA_SPARK_CONF
+from tests.small_data import SHORT_JVM_OPTIONS, SMALL_DATA_SPARK_CONF, SUBMIT_OPTIONS_VARIABLE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Real __consumer_offsets data from public repositories (a copy of shared/fixtures/public; see MANIFEST.tsv).
@@ -16,6 +17,11 @@ PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
 # Runs of the whole nightly job that start in the background with the session, in this order, each after
 # the one before: the tests that wait for them go last, so that the other tests run meanwhile.
 BACKGROUND_RUNS = ("local_nightly", "crash_run", "cluster_nightly")
+
+# Every Spark JVM the tests start as a process inherits this environment (tests/small_data.py); the
+# session fixture below builds its own long-lived JVM without it.
+_inherited_submit_options = os.environ.get(SUBMIT_OPTIONS_VARIABLE)
+os.environ[SUBMIT_OPTIONS_VARIABLE] = f"{_inherited_submit_options or ''} {SHORT_JVM_OPTIONS}".strip()
 
 
 def pytest_collection_modifyitems(items):
@@ -65,7 +71,13 @@ def spark_config(warehouse):
 def spark(spark_config):
     from jobs.session import build_session
 
-    session = build_session(spark_config, "groupscope-tests")
+    short_jvm_options = os.environ.pop(SUBMIT_OPTIONS_VARIABLE)
+    if _inherited_submit_options is not None:
+        os.environ[SUBMIT_OPTIONS_VARIABLE] = _inherited_submit_options
+    try:
+        session = build_session(spark_config, "groupscope-tests")
+    finally:
+        os.environ[SUBMIT_OPTIONS_VARIABLE] = short_jvm_options
     yield session
     session.stop()
 

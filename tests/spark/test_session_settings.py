@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
+import shlex
+import subprocess
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from tests.small_data import SHORT_JVM_OPTIONS, SUBMIT_OPTIONS_VARIABLE
 
 RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
@@ -104,3 +110,23 @@ def test_a_read_of_a_partition_from_a_time_skips_the_pages_before(spark, tmp_pat
     read = spark.read.format("delta").load(path).where(late_in_partition_2 | F.col("record_at").isNull())
     assert read.count() == 50_000
     assert _rows_scanned(read.select("group_id")) < 100_000
+
+
+def vm_option(spark, name: str) -> str:
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    return jvm.java.lang.management.ManagementFactory.getPlatformMXBean(bean).getVMOption(name).getValue()
+
+
+def test_jvms_the_suite_launches_compile_less_and_its_own_session_keeps_the_defaults(spark):
+    """tests/small_data.py: SHORT_JVM_OPTIONS reach every JVM started through a Spark launcher, and only those."""
+    inherited = os.environ[SUBMIT_OPTIONS_VARIABLE]
+    assert SHORT_JVM_OPTIONS in inherited
+    flags = subprocess.run(
+        ["java", *shlex.split(inherited), "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    launched = dict(re.findall(r"(Tier4\w+Threshold)\s+=\s+(\d+)", flags))
+    assert launched["Tier4InvocationThreshold"] == "80000" and launched["Tier4BackEdgeThreshold"] == "640000"
+    assert vm_option(spark, "Tier4InvocationThreshold") == "5000"
+    assert vm_option(spark, "Tier4BackEdgeThreshold") == "40000"
