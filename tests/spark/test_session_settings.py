@@ -11,6 +11,7 @@ import subprocess
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.config import load_config
 from tests.small_data import SHORT_JVM_OPTIONS, SUBMIT_OPTIONS_VARIABLE
 
 RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
@@ -130,3 +131,13 @@ def test_jvms_the_suite_launches_compile_less_and_its_own_session_keeps_the_defa
     assert launched["Tier4InvocationThreshold"] == "80000" and launched["Tier4BackEdgeThreshold"] == "640000"
     assert vm_option(spark, "Tier4InvocationThreshold") == "5000"
     assert vm_option(spark, "Tier4BackEdgeThreshold") == "40000"
+
+
+def test_heartbeats_ask_no_accumulator_whether_it_is_zero(spark):
+    """conf/defaults.toml: a heartbeat that asks a half-deserialized accumulator `isZero` kills the executor's
+    heartbeat thread (SPARK-59451); the race is too rare to provoke in a test (one in about 16,000 tasks with a
+    heartbeat every millisecond), so this holds the setting that keeps it from being asked, in the shipped
+    defaults and in the executor's configuration of a session the jobs' own factory built."""
+    setting = "spark.executor.heartbeat.dropZeroAccumulatorUpdates"
+    assert load_config().spark_conf[setting] == "false"
+    assert spark.sparkContext._jsc.sc().env().conf().get(setting) == "false"
