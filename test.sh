@@ -2,10 +2,12 @@
 # Runs the test suite: ./test.sh [unit|spark|integration] [pytest args]. With no kind, every test.
 # Installs what it needs first (scripts/bootstrap.sh: Python venv, Spark/Delta jars, Kafka broker jars).
 #
-# The whole suite runs as two pytest processes side by side: the in-process Spark tests (unit, spark) and
-# the integration tests (brokers, spark-submit runs, Airflow, S3). Each alone keeps about one of the two
-# cores busy (a Spark driver plans on one thread; the integration tests mostly wait on subprocesses), so
-# together they take about as long as the longer one. The integration output follows the other's.
+# The whole suite runs the integration tests (brokers, spark-submit runs, Airflow, S3) in one pytest process
+# and the in-process Spark tests (unit, spark) beside it in two pytest-xdist workers, each with its own
+# session, warehouse and metastore, a test file at a time. A Spark session of the suite keeps about half a
+# core busy (its driver plans on one thread, and its tasks are tiny): alone, one process of them took
+# longer than the integration tests and left a core idle for its last twenty minutes. The integration
+# output follows the other's.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
@@ -27,7 +29,7 @@ integration=$!
 trap 'kill -INT "$integration" 2>/dev/null || true' INT TERM
 echo "test.sh: the integration tests run alongside; their output follows ($integration_log)"
 code=0
-"$pytest" tests/unit tests/spark --basetemp="$work/spark" "$@" || code=$?
+"$pytest" tests/unit tests/spark --numprocesses=2 --dist=loadfile --basetemp="$work/spark" "$@" || code=$?
 integration_code=0
 wait "$integration" || integration_code=$?
 echo

@@ -19,8 +19,9 @@ PUBLIC_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "public"
 BACKGROUND_RUNS = ("local_nightly", "crash_run", "cluster_nightly")
 
 # Every Spark JVM the tests start as a process inherits this environment (tests/small_data.py); the
-# session fixture below builds its own long-lived JVM without it.
-_inherited_submit_options = os.environ.get(SUBMIT_OPTIONS_VARIABLE)
+# session fixture below builds its own long-lived JVM without it. A pytest-xdist worker inherits the
+# environment its controller's import of this module set: what it inherited is the rest.
+_inherited_submit_options = os.environ.get(SUBMIT_OPTIONS_VARIABLE, "").replace(SHORT_JVM_OPTIONS, "").strip() or None
 os.environ[SUBMIT_OPTIONS_VARIABLE] = f"{_inherited_submit_options or ''} {SHORT_JVM_OPTIONS}".strip()
 
 
