@@ -4,22 +4,21 @@ cluster's or the touched groups' rows.
 
 The rows a run keeps (a framed group's generations before its frame row, their assignments and
 capacity; a settled rebalance's own row, its movements and what-if rows) stay where the table holds them:
-the run deletes the touched groups' other rows and adds the ones it computed, in one MERGE per table.
+the run deletes the touched groups' other rows and adds the ones it computed, in one commit per table.
 Rewritten with the rest, they made every night write again nearly the whole of those tables (nearly every
 group is touched each night), a cost that grew with the history. The tables have deletion vectors for the
 same reason: without them Delta writes again each file holding a deleted row, with every kept row in it,
-and a night's MERGE puts its copies and its new rows in the files the next night's deletes reach.
+and a night's commit puts its copies and its new rows in the files the next night's deletes reach.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import Config
-from jobs.delta_tables import DeltaTable
 from jobs.tables import (
     cluster_rows,
     gold_rows,
@@ -28,15 +27,13 @@ from jobs.tables import (
     sql_string_literal,
     table_location,
 )
-from jobs.watermarks import cluster_predicate, noting, recording_empty_commits, write_noted
+from jobs.watermarks import cluster_predicate, write_noted
 from transforms.gold import epoch_frames, frames
-from transforms.gold.generations import GROUP, REBALANCE
+from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
 
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
 # rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
 MAX_LISTED_GROUPS = 1000
-# A MERGE source's column telling the markers of rows to delete from the rows to add.
-_MARKER = "_is_deletion_marker"
 
 
 def _group_predicate(config: Config, group_ids: list[str]) -> str:
@@ -126,23 +123,53 @@ def _replace_all_but_kept(
     groups: DataFrame,
     kept: DataFrame,
 ) -> None:
-    """One MERGE: the rows of `groups` whose REBALANCE key is not in `kept` deleted, `rows` added.
+    """One commit: the rows of `groups` whose REBALANCE key is not in `kept` deleted, `rows` added.
 
-    The source holds a marker row per key to delete and the rows to add; only markers match (null-safe:
-    a row without a generation is matched by its marker too), only the others are inserted."""
+    A replaceWhere over the runs of replaced keys (_replaced_runs), not a MERGE: with deletion vectors
+    Delta deletes by a predicate in one scan that marks the rows, then appends; a MERGE joined its source
+    with the table three times (the files touched, the inserts, the deletion vectors). The predicate is
+    also checked against every row added: a computed row of a kept key fails the write, not doubles it."""
+    rows = held_on_disk(rows)  # read for its keys, then written
     existing = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
-    markers = frames.without_keys(existing.select(*REBALANCE).distinct(), kept).withColumn(_MARKER, F.lit(True))
-    source = markers.unionByName(rows.withColumn(_MARKER, F.lit(False)), allowMissingColumns=True)
-    is_marked = " AND ".join(
-        [f"target.{cluster_predicate(config.cluster)}", f"source.{_MARKER}"]
-        + [f"target.{column} <=> source.{column}" for column in REBALANCE]
+    keys = existing.select(*REBALANCE).unionByName(rows.select(*REBALANCE)).distinct()
+    predicate = _replaced_runs_predicate(config, _replaced_runs(keys, kept))
+    write_noted(rows, table_location(spark, config.table(name)), commit_note, predicate)
+
+
+# A run's bounds: the replaced keys from `low` to `high` (generations) of one incarnation, with nothing
+# kept between them; both null for the incarnation's key without a generation (a deletion row).
+_RUN = (*INCARNATION, "low", "high")
+
+
+def _replaced_runs(keys: DataFrame, kept: DataFrame) -> list:
+    """The runs of consecutive `keys` (by generation, within each incarnation) that are not in `kept`: a
+    few per group, where listing the keys themselves would take a literal per rebalance replaced."""
+    replaced = frames.without_keys(keys, kept).withColumn("is_replaced", F.lit(True))
+    kept_keys = kept.select(*REBALANCE).join(keys.select(*GROUP).distinct(), on=list(GROUP), how="left_semi")
+    flagged = replaced.unionByName(kept_keys.distinct().withColumn("is_replaced", F.lit(False)))
+    in_order = Window.partitionBy(*INCARNATION).orderBy("generation").rowsBetween(Window.unboundedPreceding, 0)
+    runs = (
+        flagged.where(F.col("generation").isNotNull())
+        .withColumn("kept_before", F.sum(F.when(F.col("is_replaced"), 0).otherwise(1)).over(in_order))
+        .where("is_replaced")
+        .groupBy(*INCARNATION, "kept_before")
+        .agg(F.min("generation").alias("low"), F.max("generation").alias("high"))
+        .select(*_RUN)
     )
-    with noting(spark, commit_note), recording_empty_commits(spark):
-        (
-            DeltaTable.forName(spark, config.table(name))
-            .alias("target")
-            .merge(source.alias("source"), is_marked)
-            .whenMatchedDelete()
-            .whenNotMatchedInsertAll(condition=f"NOT source.{_MARKER}")
-            .execute()
-        )
+    without_generation = flagged.where(F.col("generation").isNull() & F.col("is_replaced")).select(
+        *INCARNATION, F.lit(None).cast("int").alias("low"), F.lit(None).cast("int").alias("high")
+    )
+    return runs.unionByName(without_generation).orderBy(*_RUN).collect()
+
+
+def _replaced_runs_predicate(config: Config, runs: list) -> str:
+    """A replaceWhere predicate for the rows of `runs` (false for none: the commit still notes the run)."""
+    if not runs:
+        return f"{cluster_predicate(config.cluster)} AND false"
+    groups = ", ".join(sorted({sql_string_literal(run["group_id"]) for run in runs}))
+    terms = " OR ".join(
+        f"(group_id = {sql_string_literal(run['group_id'])} AND incarnation = {run['incarnation']} AND "
+        + ("generation IS NULL)" if run["low"] is None else f"generation BETWEEN {run['low']} AND {run['high']})")
+        for run in runs
+    )
+    return f"{cluster_predicate(config.cluster)} AND group_id IN ({groups}) AND ({terms})"
