@@ -13,6 +13,8 @@ and a night's commit puts its copies and its new rows in the files the next nigh
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -131,35 +133,38 @@ def _replace_all_but_kept(
     also checked against every row added: a computed row of a kept key fails the write, not doubles it."""
     rows = held_on_disk(rows)  # read for its keys, then written
     existing = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
-    keys = existing.select(*REBALANCE).unionByName(rows.select(*REBALANCE)).distinct()
+    keys = existing.select(*REBALANCE).unionByName(rows.select(*REBALANCE))
     predicate = _replaced_runs_predicate(config, _replaced_runs(keys, kept))
     write_noted(rows, table_location(spark, config.table(name)), commit_note, predicate)
 
 
-# A run's bounds: the replaced keys from `low` to `high` (generations) of one incarnation, with nothing
-# kept between them; both null for the incarnation's key without a generation (a deletion row).
-_RUN = (*INCARNATION, "low", "high")
-
-
 def _replaced_runs(keys: DataFrame, kept: DataFrame) -> list:
-    """The runs of consecutive `keys` (by generation, within each incarnation) that are not in `kept`: a
-    few per group, where listing the keys themselves would take a literal per rebalance replaced."""
-    replaced = frames.without_keys(keys, kept).withColumn("is_replaced", F.lit(True))
-    kept_keys = kept.select(*REBALANCE).join(keys.select(*GROUP).distinct(), on=list(GROUP), how="left_semi")
-    flagged = replaced.unionByName(kept_keys.distinct().withColumn("is_replaced", F.lit(False)))
-    in_order = Window.partitionBy(*INCARNATION).orderBy("generation").rowsBetween(Window.unboundedPreceding, 0)
+    """The runs of consecutive `keys` (by generation, within each incarnation) that are not in `kept`, as
+    (cluster, group_id, incarnation, low, high): a few per group, where listing the keys would take a
+    literal per rebalance replaced. A key without a generation (a deletion row) is a run of its own, low
+    and high null. `keys` may repeat; a kept key with no rows here splits no run (it has none to keep).
+    One window over the keys, not a distinct, an anti join and a union of them: each query of a few
+    thousand keys cost its seconds of planning and stages, seven times a night."""
+    renamed = kept.select(*(F.col(column).alias(f"_kept_{column}") for column in REBALANCE))
+    is_kept_key = functools.reduce(
+        operator.and_, (F.col(column).eqNullSafe(F.col(f"_kept_{column}")) for column in REBALANCE)
+    )
+    flagged = keys.join(renamed, on=is_kept_key, how="left").select(
+        *REBALANCE, F.col("_kept_group_id").isNotNull().alias("is_kept")
+    )
+    in_order = (
+        Window.partitionBy(*INCARNATION)
+        .orderBy(F.col("generation").asc_nulls_first())
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     runs = (
-        flagged.where(F.col("generation").isNotNull())
-        .withColumn("kept_before", F.sum(F.when(F.col("is_replaced"), 0).otherwise(1)).over(in_order))
-        .where("is_replaced")
-        .groupBy(*INCARNATION, "kept_before")
+        flagged.withColumn("kept_before", F.sum(F.col("is_kept").cast("int")).over(in_order))
+        .where(~F.col("is_kept"))
+        .groupBy(*INCARNATION, "kept_before", F.col("generation").isNull().alias("without_generation"))
         .agg(F.min("generation").alias("low"), F.max("generation").alias("high"))
-        .select(*_RUN)
+        .collect()
     )
-    without_generation = flagged.where(F.col("generation").isNull() & F.col("is_replaced")).select(
-        *INCARNATION, F.lit(None).cast("int").alias("low"), F.lit(None).cast("int").alias("high")
-    )
-    return runs.unionByName(without_generation).orderBy(*_RUN).collect()
+    return sorted(runs, key=lambda run: (run["group_id"], run["incarnation"], run["low"] is not None, run["low"] or 0))
 
 
 def _replaced_runs_predicate(config: Config, runs: list) -> str:
