@@ -164,8 +164,7 @@ def build_history(
         commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, probed))
     else:
         framed_or_before = framed.select(*REBALANCE).unionByName(frames.settled_by_frames(gens, taken_up.frames))
-        # Held: the four stores of rebalance rows read it for their replaced runs, and it reads generations.
-        kept = materialized(settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi"))
+        kept = settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi")
         to_compute = held_on_disk(framed.join(kept, on=list(REBALANCE), how="left_anti"))
         commit_times = commit_times_read_by(
             to_compute, assignments, share_member_records, commits, progress, silent=silent
