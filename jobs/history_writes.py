@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import Config
+from jobs.delta_tables import DeltaTable
 from jobs.tables import (
     cluster_rows,
     gold_rows,
@@ -29,13 +30,18 @@ from jobs.tables import (
     sql_string_literal,
     table_location,
 )
-from jobs.watermarks import cluster_predicate, write_noted
+from jobs.watermarks import cluster_predicate, noting, recording_empty_commits, write_noted
 from transforms.gold import epoch_frames, frames
 from transforms.gold.generations import GROUP, INCARNATION, REBALANCE
 
 # Touched groups up to this many are replaced by a `group_id IN (...)` predicate; beyond it the run
 # rewrites the cluster's rows: the untouched groups' rows as they are, plus the rebuilt ones.
 MAX_LISTED_GROUPS = 1000
+# Beyond this many runs of replaced keys a table's rows are replaced by a MERGE: a predicate of 2,000 terms
+# was too large to compile and ran out of a 1 GiB heap evaluated row by row (ad hoc, 400k rows).
+MAX_PREDICATE_RUNS = 200
+# A MERGE source's column telling the markers of rows to delete from the rows to add.
+_MARKER = "_is_deletion_marker"
 
 
 def _group_predicate(config: Config, group_ids: list[str]) -> str:
@@ -134,8 +140,33 @@ def _replace_all_but_kept(
     rows = held_on_disk(rows)  # read for its keys, then written
     existing = cluster_rows(spark, config, name).join(groups, on=list(GROUP), how="left_semi")
     keys = existing.select(*REBALANCE).unionByName(rows.select(*REBALANCE))
-    predicate = _replaced_runs_predicate(config, _replaced_runs(keys, kept))
-    write_noted(rows, table_location(spark, config.table(name)), commit_note, predicate)
+    runs = _replaced_runs(keys, kept)
+    if len(runs) > MAX_PREDICATE_RUNS:
+        _merge_all_but_kept(spark, config, commit_note, name, rows, existing, kept)
+        return
+    write_noted(rows, table_location(spark, config.table(name)), commit_note, _replaced_runs_predicate(config, runs))
+
+
+def _merge_all_but_kept(
+    spark: SparkSession, config: Config, commit_note: str, name: str, rows: DataFrame, existing: DataFrame, kept
+) -> None:
+    """The same commit as one MERGE: a marker row per key to delete beside the rows to add; only markers
+    match (null-safe: a row without a generation is matched by its marker too), only the others are added."""
+    markers = frames.without_keys(existing.select(*REBALANCE).distinct(), kept).withColumn(_MARKER, F.lit(True))
+    source = markers.unionByName(rows.withColumn(_MARKER, F.lit(False)), allowMissingColumns=True)
+    is_marked = " AND ".join(
+        [f"target.{cluster_predicate(config.cluster)}", f"source.{_MARKER}"]
+        + [f"target.{column} <=> source.{column}" for column in REBALANCE]
+    )
+    with noting(spark, commit_note), recording_empty_commits(spark):
+        (
+            DeltaTable.forName(spark, config.table(name))
+            .alias("target")
+            .merge(source.alias("source"), is_marked)
+            .whenMatchedDelete()
+            .whenNotMatchedInsertAll(condition=f"NOT source.{_MARKER}")
+            .execute()
+        )
 
 
 def _replaced_runs(keys: DataFrame, kept: DataFrame) -> list:

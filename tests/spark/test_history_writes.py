@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 from pyspark.errors import AnalysisException
 
+from jobs import history_writes
 from jobs.delta_tables import DeltaTable
 from jobs.history_writes import _replaced_runs, groups_store
 from jobs.tables import ensure_table
@@ -95,3 +96,15 @@ def test_a_key_without_a_generation_is_replaced_or_kept_with_its_incarnation(spa
     kept = spark.createDataFrame([*keys(2), ("c1", "g1", 1, None)], key_schema)
     runs = {(run["incarnation"], run["low"], run["high"]) for run in _replaced_runs(held, kept)}
     assert runs == {(0, 1, 1), (0, 3, 3), (0, None, None)}
+
+
+def test_beyond_the_predicates_runs_the_same_rows_are_replaced_by_a_merge(spark, config, monkeypatch):
+    monkeypatch.setattr(history_writes, "MAX_PREDICATE_RUNS", 0)
+    rows = [movement("g1", generation, "new") for generation in (1, 3, 5, 6)] + [movement("g1", 3, "new", 1)]
+    store_g1(spark, config, rows, keys(2, 4))
+    assert held_rows(spark, config) == {
+        ("g1", 0, 1, "new"), ("g1", 0, 2, "old"), ("g1", 0, 3, "new"), ("g1", 0, 4, "old"),
+        ("g1", 0, 5, "new"), ("g1", 0, 6, "new"), ("g1", 1, 3, "new"),
+        ("g2", 0, 1, "old"), ("g2", 0, 2, "old"), ("g2", 0, 3, "old"),
+    }  # fmt: skip
+    assert DeltaTable.forName(spark, config.table(TABLE)).history(1).first()["operation"] == "MERGE"
