@@ -61,9 +61,9 @@ def held_rows(spark, config) -> set[tuple]:
     return {tuple(row) for row in rows.collect()}
 
 
-def test_the_touched_groups_rows_are_replaced_but_for_the_kept_keys(spark, config):
-    # g1 keeps generations 2 and 4 of incarnation 0: three runs replaced (1; 3; 5 and the new 6), and all of
-    # incarnation 1, which keeps nothing; g2 is not touched.
+def replace_g1_but_generations_2_and_4(spark, config) -> None:
+    """g1 keeps generations 2 and 4 of incarnation 0: three runs replaced (1; 3; 5 and the new 6), and all
+    of incarnation 1, which keeps nothing; g2 is not touched."""
     rows = [movement("g1", generation, "new") for generation in (1, 3, 5, 6)] + [movement("g1", 3, "new", 1)]
     store_g1(spark, config, rows, keys(2, 4))
     assert held_rows(spark, config) == {
@@ -71,6 +71,10 @@ def test_the_touched_groups_rows_are_replaced_but_for_the_kept_keys(spark, confi
         ("g1", 0, 5, "new"), ("g1", 0, 6, "new"), ("g1", 1, 3, "new"),
         ("g2", 0, 1, "old"), ("g2", 0, 2, "old"), ("g2", 0, 3, "old"),
     }  # fmt: skip
+
+
+def test_the_touched_groups_rows_are_replaced_but_for_the_kept_keys(spark, config):
+    replace_g1_but_generations_2_and_4(spark, config)
     version = DeltaTable.forName(spark, config.table(TABLE)).history(1).first()["version"]
     changes = file_changes(spark, config.table(TABLE), version)
     assert sum(changes.written.values()) == 5 and not changes.rewritten and changes.marked, changes
@@ -100,11 +104,5 @@ def test_a_key_without_a_generation_is_replaced_or_kept_with_its_incarnation(spa
 
 def test_beyond_the_predicates_runs_the_same_rows_are_replaced_by_a_merge(spark, config, monkeypatch):
     monkeypatch.setattr(history_writes, "MAX_PREDICATE_RUNS", 0)
-    rows = [movement("g1", generation, "new") for generation in (1, 3, 5, 6)] + [movement("g1", 3, "new", 1)]
-    store_g1(spark, config, rows, keys(2, 4))
-    assert held_rows(spark, config) == {
-        ("g1", 0, 1, "new"), ("g1", 0, 2, "old"), ("g1", 0, 3, "new"), ("g1", 0, 4, "old"),
-        ("g1", 0, 5, "new"), ("g1", 0, 6, "new"), ("g1", 1, 3, "new"),
-        ("g2", 0, 1, "old"), ("g2", 0, 2, "old"), ("g2", 0, 3, "old"),
-    }  # fmt: skip
+    replace_g1_but_generations_2_and_4(spark, config)
     assert DeltaTable.forName(spark, config.table(TABLE)).history(1).first()["operation"] == "MERGE"
