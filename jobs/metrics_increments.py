@@ -246,7 +246,8 @@ def continue_metrics(
     }
     covered_last_day = day_of(covered[LAST_DAY])
     changed = (earliest_commit_changes, snapshots_changed, *history_changed.values())
-    if config.run_date in (None, covered_last_day) and all(rows.isEmpty() for rows in changed):
+    nothing_changed = all(rows.isEmpty() for rows in changed)
+    if nothing_changed and config.run_date in (None, covered_last_day):
         # Every table is a function of these inputs and the last day (the run date, else carried), so each
         # would be written again as it is. The note stays: the next night reads these empty changes again.
         run.progress(STEP, "no input row changed since the versions the tables cover, and the same last day")
@@ -258,7 +259,23 @@ def continue_metrics(
     ).localCheckpoint()
     last_day = last_day_reached(spark, config, covered_last_day, commits_changed, history_changed["generations"])
     commit_note = metrics_note(config.cluster, versions, last_day)
+    if nothing_changed:
+        # Only group_daily reads the last day (an Airflow run of another date over the same log): the other
+        # tables would be written again as they are, so they keep their rows and notes.
+        run.progress(STEP, f"no input row changed since the versions the tables cover: group_daily to {last_day}")
+        run.counts.update(metrics_group_partitions_continued=0, metrics_group_partitions_whole=0)
+    else:
+        continue_group_partitions(spark, config, run, starts, settings, commit_note)
+    days_changed = metrics_reach.group_change_days(
+        earliest_commit_changes, history_changed["generations"], history_changed["rebalances"], starts
+    )
+    continue_group_daily(spark, config, run, days_changed, covered_last_day, last_day, commit_note)
 
+
+def continue_group_partitions(
+    spark: SparkSession, config: Config, run: JobRun, starts: DataFrame, settings: GoldSettings, commit_note: str
+) -> None:
+    """The carry, lag, consumer_status, lag_daily and group_status from the night's `starts` on."""
     lag_rows, status_rows, carry_rows = evaluate_group_partitions(spark, config, run, starts, settings)
     write_table(spark, config, CARRY, carry_rows.localCheckpoint(), commit_note, "")
     replace_from_starts(spark, config, "lag", lag_rows, starts, "observed_at", OFFSET_KEY, commit_note)
@@ -280,7 +297,3 @@ def continue_metrics(
         spark, config, "group_status", status.group_status(status_since, settings.status_window_minutes), windows,
         "evaluated_at", GROUP, commit_note,
     )  # fmt: skip
-    days_changed = metrics_reach.group_change_days(
-        earliest_commit_changes, history_changed["generations"], history_changed["rebalances"], starts
-    )
-    continue_group_daily(spark, config, run, days_changed, covered_last_day, last_day, commit_note)
