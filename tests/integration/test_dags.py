@@ -384,6 +384,7 @@ def test_catching_up_missed_nights_and_rerunning_a_past_date_leave_the_tables_of
             f"[storage]\nwarehouse_dir = {json.dumps(str(warehouse))}\n"
             f'[input]\ncluster = "nights"\nsegment_paths = [{json.dumps(str(live / "segments"))}]\n'
             f"[end_offsets]\nfiles = [{json.dumps(str(live / 'end_offsets'))}]\n"
+            f"[report]\nout_dir = {json.dumps(str(tmp_path / 'reports'))}\n"
         )
     in_order = rendered_runs(airflow_home, tmp_path / "in_order.toml", MISSED_DATES)
     caught_up = rendered_runs(airflow_home, tmp_path / "caught_up.toml", MISSED_DATES)
