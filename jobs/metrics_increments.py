@@ -19,7 +19,9 @@ A night, for one cluster (transforms/gold/metrics_carry.py says why each part is
 3. lag_daily from the day of each group topic's start, group_status from the window of each group's,
    group_daily from the first day each group's changes reach, and every group's new days (as_of moved).
 Each table is written in one replaceWhere commit from the earliest time rebuilt: the rows rebuilt + the
-table's own rows there that nothing reached.
+table's own rows there that nothing reached. With no change at all, nothing is written unless the run
+date moved (an Airflow run of another date over the same log); then group_daily alone, which alone
+reads the last day.
 """
 
 from __future__ import annotations
