@@ -24,6 +24,14 @@ from pyspark.sql import functions as F
 from jobs import history_writes
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
+from jobs.history_changes import (
+    GROUP_RECORD_TABLES,
+    STEP,
+    covered_silver_versions,
+    silver_at,
+    silver_changes,
+    touched_groups,
+)
 from jobs.history_commits import commit_times_read_by
 from jobs.history_topic_names import commit_topic_names
 from jobs.runs import JobRun
@@ -40,8 +48,6 @@ from jobs.tables import (
 )
 from jobs.watermarks import (
     ChangesUnavailable,
-    changes_since,
-    covered_versions,
     current_version,
     note,
     write_noted,
@@ -66,9 +72,6 @@ from transforms.gold import (
     whatif_inputs,
 )
 from transforms.gold.generations import GROUP, REBALANCE
-
-STEP = "history"
-GROUP_RECORD_TABLES = ("group_metadata", "group_members", "consumer_group_records")
 
 
 def build_history(
@@ -208,53 +211,6 @@ def _store_beside(
     return store(name, computed) if kept is None else store(name, computed, kept)
 
 
-def _silver_at(spark: SparkSession, config: Config, name: str, version: int) -> DataFrame:
-    """One cluster's rows of a silver table as of `version` (what the run's note will say it covers)."""
-    rows = spark.read.format("delta").option("versionAsOf", version).table(config.table(name))
-    return rows.where(F.col("cluster") == F.lit(config.cluster))
-
-
-def _covered(spark: SparkSession, config: Config, until: Mapping[str, int]) -> dict[str, int] | None:
-    """The silver versions every gold table covers (the oldest note of each input: a crash may have left
-    some tables a run ahead); None when a table has no note or a note is ahead of silver (replaced)."""
-    covered: dict[str, int] = {}
-    for name in HISTORY_TABLES:
-        noted = covered_versions(spark, config.table(name), STEP, config.cluster)
-        if noted is None or set(noted) != set(SILVER_INPUTS):
-            return None
-        for table, version in noted.items():
-            covered[table] = min(covered.get(table, version), version)
-    if any(covered[name] > until[name] for name in SILVER_INPUTS):
-        return None
-    return covered
-
-
-def _changes(
-    spark: SparkSession, config: Config, covered: Mapping[str, int], until: Mapping[str, int]
-) -> dict[str, DataFrame]:
-    """Each silver input's rows changed since `covered` (raises ChangesUnavailable)."""
-    return {
-        name: changes_since(spark, config.table(name), covered[name], until[name]).where(
-            F.col("cluster") == F.lit(config.cluster)
-        )
-        for name in SILVER_INPUTS
-        if until[name] > covered[name]
-    }
-
-
-def touched_groups(changes: Mapping[str, DataFrame], history: Mapping[str, DataFrame], names: DataFrame) -> DataFrame:
-    """The groups whose history the changes can alter (see transforms/gold/touched.py); the commits' changes
-    as touched.commit_change_summary."""
-    found = [touched.groups_of(changes[name]) for name in GROUP_RECORD_TABLES if name in changes]
-    if "offset_commits" in changes:
-        found.append(touched.groups_with_commits_seen_by_rebalances(changes["offset_commits"], history["rebalances"]))
-    found.append(touched.groups_with_renamed_topics(history["generations"], names))
-    result = found[0]
-    for more in found[1:]:
-        result = result.unionByName(more)
-    return result.distinct()
-
-
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     # Change feed on: the metrics step can follow what history rewrote. Deletion vectors on: a night deletes
     # its groups' rows from their frames on (history_writes.py), and without them each file holding one
@@ -270,14 +226,14 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         )
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
     commit_note = note(STEP, config.cluster, until)
-    silver = {name: _silver_at(spark, config, name, version) for name, version in until.items()}
+    silver = {name: silver_at(spark, config, name, version) for name, version in until.items()}
     topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
     settings = config.gold_settings()
-    covered = None if config.full else _covered(spark, config, until)
+    covered = None if config.full else covered_silver_versions(spark, config, until)
     changes = None
     if covered is not None:
         try:
-            changes = _changes(spark, config, covered, until)
+            changes = silver_changes(spark, config, covered, until)
         except ChangesUnavailable as unavailable:
             run.progress(STEP, f"rebuilding the cluster: {unavailable}")
     commit_names, continued = commit_topic_names(
