@@ -84,14 +84,11 @@ def spark(spark_config):
 
 
 @pytest.fixture(scope="session")
-def lab(spark, tmp_path_factory):
-    """Every lab capture's tables, in memory (see tests/lab_tables.py): built once per run, by the first
-    pytest-xdist worker that needs them, and read by the other (tests/lab_tables.shared_lab_tables)."""
-    from tests.lab_tables import all_captures, build_lab_tables, shared_lab_tables
+def lab(spark):
+    """Every lab capture's tables, in memory (see tests/lab_tables.py)."""
+    from tests.lab_tables import all_captures, build_lab_tables
 
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        return build_lab_tables(spark, all_captures())
-    return shared_lab_tables(spark, tmp_path_factory.getbasetemp().parent / "lab-tables")
+    return build_lab_tables(spark, all_captures())
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ The ground-truth tests compare these tables with what the lab's clients saw (sce
 
 from __future__ import annotations
 
-import fcntl
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -105,22 +104,3 @@ def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, 
     build_history(tables, no_topic_ids, settings, store)
     build_metrics(tables["offset_commits"], tables["end_offsets"], tables, settings, None, store)
     return tables
-
-
-def shared_lab_tables(spark: SparkSession, directory: Path) -> dict[str, DataFrame]:
-    """build_lab_tables of every capture, built once for the workers of one test run: the first to ask
-    builds them and saves them under `directory` as Delta tables (which keep each column's nullability),
-    the others wait for it and read them. Each of the suite's two workers built them itself, several
-    minutes of a loaded CI run each."""
-    directory.mkdir(parents=True, exist_ok=True)
-    complete = directory / "complete"
-    with (directory / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
-        if complete.exists():
-            names = complete.read_text().split()
-            return {name: materialized(spark.read.format("delta").load(str(directory / name))) for name in names}
-        tables = build_lab_tables(spark, all_captures())
-        for name, rows in tables.items():
-            rows.write.format("delta").mode("overwrite").save(str(directory / name))
-        complete.write_text("\n".join(tables))
-        return tables
