@@ -19,14 +19,32 @@ from transforms.decoder.compression import decompress
 from transforms.decoder.errors import CorruptRecordError
 from transforms.decoder.layout_reader import read_uvarint
 
-# Imports every module of transforms.decoder, found by walking the package (so a new module is
-# covered without editing this list), and prints how many it imported.
-IMPORT_EVERY_MODULE = """
-import importlib, pkgutil
-import transforms.decoder as package
+
+def import_every_module(package: str) -> str:
+    """Code that imports every module of `package`, found by walking it (so a new module is covered
+    without editing a list), leaving their names in `names`."""
+    return f"""
+import importlib, pkgutil, sys
+import {package} as package
 names = [info.name for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
 for name in names:
     importlib.import_module(name)
+"""
+
+
+IMPORT_EVERY_MODULE = import_every_module("transforms.decoder")
+# As on a machine without pyspark: any attempt to import it fails.
+BLOCK_PYSPARK = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class NoPyspark(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+        return None
+
+sys.meta_path.insert(0, NoPyspark())
 """
 
 
@@ -54,18 +72,7 @@ print(len(names), loaded)
 def test_the_decoder_reads_and_decodes_a_segment_with_pyspark_unimportable():
     """As on a machine without pyspark: any attempt to import it fails, and decoding still works."""
     result = run_python(
-        """
-import sys
-from importlib.abc import MetaPathFinder
-
-class NoPyspark(MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "pyspark" or name.startswith("pyspark."):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
-        return None
-
-sys.meta_path.insert(0, NoPyspark())
-"""
+        BLOCK_PYSPARK
         + IMPORT_EVERY_MODULE
         + """
 from bench import batch_builder as bb

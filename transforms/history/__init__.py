@@ -1,0 +1,21 @@
+"""History as a fold: one group's records in log order, and the state where its last fold stopped, in; the
+group's rows of the gold history tables, and its new state, out. Pure Python: never imports pyspark, so
+Spark's Python workers run it over Arrow batches and its tests need no JVM (like transforms.decoder).
+
+Entry point: `transforms.history.fold.fold(state, records, commits) -> (rows, state)`. This first step
+covers classic consumer groups (protocol type `consumer`, eager and cooperative, dynamic and static
+members) and the tables `generations`, `generation_assignments`, `rebalances` and
+`partition_movements`, with the rules of transforms/gold as they stand (see fold.py for what is left).
+
+Continuation. A fold emits every row of a group from its *frontier* on, and the caller replaces the
+group's stored rows from that key on (`Rows.frontier`, the same key for the four tables): rows with a
+higher incarnation, or the frontier's incarnation and a generation at or above the frontier's or null
+(a deletion). Below the frontier no later record can change a row; at and after it, one can:
+- the last generation of the live incarnation: a later record of the same generation adds to its record
+  count, last record time and static replacements; the next generation ends its assignments' validity
+  and decides whether it was a cooperative revoke round (then it produces no rebalance of its own and
+  its successor's rebalance spans both);
+- an eager rebalance whose pause waits for the group's first commit after it.
+The state holds the generations from the closing generation before the frontier (the "before" side of
+the frontier's rebalance) on, so folding a prefix and then the rest from its state equals folding all.
+"""

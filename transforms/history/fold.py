@@ -1,0 +1,207 @@
+"""The fold of one classic group: `fold(state, records, commits) -> (rows, state)`.
+
+`records` are the group's records in log order after those the state has seen (records.classic_records
+shapes silver rows); `commits` its counted commit times from the state's `commits_from` on
+(departures.CommitTimes). The rows are those of gold `generations`, `generation_assignments`,
+`rebalances` and `partition_movements` from the state's frontier on (see the package docstring), and
+equal what transforms/gold computes for those tables' every column. Not here yet: `rebalance_frequency`,
+`generation_capacity` and the what-if replay (they read rows of the whole group or other groups), the
+topic-partition counts, and groups of other protocols (Connect, KIP-848, share, streams).
+
+Assumes, as Kafka writes them, that an incarnation's generation numbers grow in log order: a record of a
+generation seen before (not the incarnation's last) is gathered into that generation's entry only while
+the state still holds it, where a fold from scratch always would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from transforms.history import generations, rebalances
+from transforms.history.departures import CommitTimes
+from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
+
+FOLD_VERSION = 1
+TABLES = ("generations", "generation_assignments", "rebalances", "partition_movements")
+_DATETIME = "__datetime__"
+
+
+@dataclass
+class State:
+    """Where a group's fold stopped: its tail of generations (from the closing generation before the
+    frontier on), its incarnation count and the frontier from which the next fold emits rows."""
+
+    cluster: str
+    group_id: str
+    incarnation: int = 0  # the incarnation the next record belongs to
+    follows_deletion: bool = False  # the last record was a tombstone (a repeat one is dropped)
+    last_generation: int | None = None  # of the incarnation's latest generation, for previous_generation
+    entries: list[dict] = field(default_factory=list)
+    frontier: dict | None = None  # {"incarnation", "generation"}: rows from here on can still change
+    fold_version: int = FOLD_VERSION
+
+    @property
+    def commits_from(self) -> datetime | None:
+        """The earliest commit time the next fold can read (None: none before its new records)."""
+        return self.entries[0]["recorded_at"] if self.entries else None
+
+    def to_dict(self) -> dict:
+        return _encode(asdict(self))
+
+    @classmethod
+    def from_dict(cls, stored: Mapping) -> State | None:
+        """The state, or None when another fold version wrote it: the group is folded from scratch."""
+        if stored.get("fold_version") != FOLD_VERSION:
+            return None
+        return cls(**_decode(dict(stored)))
+
+
+@dataclass
+class Rows:
+    """A fold's rows per table. They replace the group's stored rows at and after `frontier` (all of
+    them when None): see `is_at_or_after`."""
+
+    frontier: dict | None
+    tables: dict[str, list[dict]]
+
+
+def is_at_or_after(frontier: Mapping | None, row: Mapping) -> bool:
+    """Whether a row of any of the four tables is at or after a frontier: a later incarnation, or the
+    frontier's with a generation at or above the frontier's, or a deletion (generation null)."""
+    if frontier is None or row["incarnation"] > frontier["incarnation"]:
+        return True
+    if row["incarnation"] < frontier["incarnation"]:
+        return False
+    return frontier["generation"] is None or row["generation"] is None or row["generation"] >= frontier["generation"]
+
+
+def fold(
+    state: State | None,
+    records: Iterable[Mapping],
+    commits: Iterable[tuple] = (),
+    settings: HistorySettings = DEFAULT_SETTINGS,
+) -> tuple[Rows, State | None]:
+    records = list(records)
+    if state is None and not records:
+        return Rows(None, {name: [] for name in TABLES}), None
+    if state is None:
+        state = State(records[0]["cluster"], records[0]["group_id"])
+    new = State(**{**asdict(state), "entries": [dict(e) for e in state.entries]})
+    for record in records:
+        _add(new, record)
+    _decide_revoke_rounds(new, settings)
+    tables, open_entries = _rows(new, CommitTimes(commits), settings)
+    emitted = {name: [row for row in rows if is_at_or_after(state.frontier, row)] for name, rows in tables.items()}
+    _trim(new, open_entries)
+    return Rows(state.frontier, emitted), new
+
+
+def _add(state: State, record: Mapping) -> None:
+    if record["is_tombstone"]:
+        if not state.follows_deletion:
+            state.entries.append(generations.new_entry(record, state.incarnation, state.last_generation))
+            state.incarnation, state.last_generation = state.incarnation + 1, None
+        state.follows_deletion = True
+        return
+    state.follows_deletion = False
+    same = [
+        e
+        for e in state.entries
+        if e["incarnation"] == state.incarnation and not e["is_deletion"] and e["generation"] == record["generation"]
+    ]
+    if same:
+        generations.add_record(same[0], record)
+        return
+    state.entries.append(generations.new_entry(record, state.incarnation, state.last_generation))
+    state.last_generation = record["generation"]
+
+
+def _live_by_incarnation(entries: Sequence[dict]) -> dict[int, list[dict]]:
+    live: dict[int, list[dict]] = {}
+    for entry in entries:
+        if not entry["is_deletion"]:
+            live.setdefault(entry["incarnation"], []).append(entry)
+    return live
+
+
+def _decide_revoke_rounds(state: State, settings: HistorySettings) -> None:
+    """Decides each generation whose successor has come (or whose incarnation has ended)."""
+    for incarnation, live in _live_by_incarnation(state.entries).items():
+        for index, entry in enumerate(live):
+            if entry["is_revoke_round"] is not None:
+                continue
+            if index + 1 < len(live):
+                previous = live[index - 1] if index > 0 else None
+                if previous is not None and previous["generation"] != entry["previous_generation"]:
+                    previous = None
+                entry["is_revoke_round"] = rebalances.is_revoke_round(
+                    entry, previous, live[index + 1], settings.cooperative_round_gap_ms
+                )
+            elif incarnation < state.incarnation:
+                entry["is_revoke_round"] = False
+
+
+def _rows(state: State, commits: CommitTimes, settings: HistorySettings) -> tuple[dict, list[dict]]:
+    """Every row the tail's entries give, and the closing generations whose rebalance can still change."""
+    group = {"cluster": state.cluster, "group_id": state.group_id}
+    tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+    for index, entry in enumerate(state.entries):
+        tables["generations"].append(generations.generation_row(group, entry))
+        if entry["is_deletion"]:
+            continue
+        following = state.entries[index + 1] if index + 1 < len(state.entries) else None
+        same_life = following is not None and following["incarnation"] == entry["incarnation"]
+        valid_until = following["recorded_at"] if same_life else None
+        tables["generation_assignments"].extend(generations.assignment_rows(group, entry, valid_until))
+    open_entries = []
+    for live in _live_by_incarnation(state.entries).values():
+        for rounds, closing, before in rebalances.logical_rebalances(live):
+            row, movements, is_open = rebalances.rebalance_rows(group, rounds, closing, before, commits, settings)
+            tables["rebalances"].append(row)
+            tables["partition_movements"].extend(movements)
+            if is_open:
+                open_entries.append(closing)
+    return tables, open_entries
+
+
+def _trim(state: State, open_entries: list[dict]) -> None:
+    """Sets the frontier (the earliest generation whose rows can still change) and keeps the entries from
+    the closing generation before it on."""
+    entries = state.entries
+    candidates = [index for index, entry in enumerate(entries) if any(entry is e for e in open_entries)]
+    live_now = [i for i, e in enumerate(entries) if e["incarnation"] == state.incarnation and not e["is_deletion"]]
+    if live_now:
+        candidates.append(live_now[-1])
+    if not candidates:
+        state.entries, state.frontier = [], {"incarnation": state.incarnation, "generation": None}
+        return
+    start = min(candidates)
+    frontier = entries[start]
+    state.frontier = {"incarnation": frontier["incarnation"], "generation": frontier["generation"]}
+    while start > 0 and entries[start - 1]["incarnation"] == frontier["incarnation"]:
+        start -= 1
+        if not entries[start]["is_revoke_round"]:
+            break  # the closing generation before the frontier's rounds: its rebalance's "before"
+    state.entries = entries[start:]
+
+
+def _encode(value):
+    if isinstance(value, datetime):
+        return {_DATETIME: value.isoformat()}
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(item) for item in value]
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        if set(value) == {_DATETIME}:
+            return datetime.fromisoformat(value[_DATETIME])
+        return {key: _decode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    return value
