@@ -26,12 +26,14 @@ set -- ${args[@]+"${args[@]}"}
 job="${1:-}"
 if [[ -z "$job" || "$job" == -* ]]; then (cd "$root" && exec "$root/.venv/bin/python" -m jobs "$@"); exit $?; fi
 shift
-remote=""
+# It prints `remote sc://...`, or `driver_options ...`: Java options of the driver started below that the
+# configuration decides (Derby's home is the configured metastore folder, as for every launcher).
+checked=""
 if [[ " $* " != *" --help "* && " $* " != *" -h "* ]]; then
-  remote="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
+  checked="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
 fi
 # spark.remote set (docs/connect.md): the job is a Spark Connect client; the server runs Spark, so no JVM starts here.
-if [[ "$remote" == "remote "* ]]; then
+if [[ "$checked" == "remote "* ]]; then
   cd "$root"
   export GROUPSCOPE_HOME="$root"
   exec "$root/.venv/bin/python" -m "jobs.$job" "$@"
@@ -60,7 +62,7 @@ export GROUPSCOPE_SUBMITTED=1 GROUPSCOPE_HOME="$root" PYSPARK_PYTHON="$root/.ven
 exec "$root/.venv/bin/spark-submit" \
   --master "$master" \
   --properties-file "$root/conf/spark-defaults.conf" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$root/warehouse -Dlog4j2.configurationFile=$root/conf/log4j2.properties -Dgroupscope.console.level=$console_level -Dgroupscope.log.file=$spark_log" \
+  --conf "spark.driver.extraJavaOptions=${checked#driver_options } -Dlog4j2.configurationFile=$root/conf/log4j2.properties -Dgroupscope.console.level=$console_level -Dgroupscope.log.file=$spark_log" \
   --jars "$jars" \
   --py-files "$code_zip" \
   "$root/jobs/$job.py" "$@"

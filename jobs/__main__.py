@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from jobs import JOBS
 from jobs.config import EXIT_USAGE, parse_config
+from jobs.embedded_metastore import derby_home_option
 
 
 def usage() -> str:
@@ -33,6 +34,8 @@ def check(job: str, argv: Sequence[str]) -> int:
     config = parse_config(argv, f"groupscope {job}", job=job)
     if config.remote:  # the launcher then runs the job as a Spark Connect client, with no JVM of its own
         print(f"remote {config.remote}")
+    else:  # the options of the driver JVM the launcher starts, which Python cannot set once it runs
+        print(f"driver_options {derby_home_option(config.warehouse_dir)}")
     return 0
 
 

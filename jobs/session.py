@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from jobs.config import REPO_ROOT, Config
 from jobs.connect import build_remote_session
+from jobs.embedded_metastore import embedded_metastore_conf
 from jobs.hive_metastore import hive_settings, reach_metastore
 from jobs.locks import RunRefused
 from jobs.object_store import (
@@ -45,18 +46,6 @@ def spark_jars() -> list[str]:
     if not jars:
         raise RuntimeError(f"no Spark jars in {SPARK_JARS_DIR}: run scripts/bootstrap.sh first")
     return jars + sorted(str(path) for path in S3_JARS_DIR.glob("*.jar"))
-
-
-def embedded_metastore_conf(warehouse_dir: Path) -> dict[str, str]:
-    """A Derby-backed Hive metastore kept beside the tables, so a local run needs no service."""
-    metastore_db = warehouse_dir / "metastore_db"
-    return {
-        "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore_db};create=true",
-        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
-        "spark.hadoop.hive.metastore.schema.verification": "false",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse_dir}",
-    }
 
 
 # Open for the life of the process: the OS drops an flock when its process ends, even on SIGKILL.

@@ -4,9 +4,13 @@ read from the configuration and environment, and the refusals that come before a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from jobs.config import ConfigError, load_config
+from jobs.config import REPO_ROOT, ConfigError, load_config
 from jobs.locks import lock_path
 from jobs.object_store import (
     credential_references,
@@ -112,6 +116,19 @@ def test_the_sql_shells_get_the_jobs_s3a_settings_with_the_credentials_by_name_o
         f"databaseName={tmp_path / 'metastore' / 'metastore_db'}"
         in settings["spark.hadoop.javax.jdo.option.ConnectionURL"]
     )
+    assert settings["spark.driver.extraJavaOptions"].startswith(f"-Dderby.system.home={tmp_path / 'metastore'} ")
+
+
+def test_the_job_launcher_makes_conf_s3_toml_s_metastore_folder_derby_s_home():
+    # Not the checkout's warehouse/, a prefix of warehouse-s3-metastore/'s path: Derby then failed to
+    # re-open the database, in every job after the first (issue 71 §1).
+    secrets = {"GROUPSCOPE_S3_ACCESS_KEY": "key-id", "GROUPSCOPE_S3_SECRET_KEY": "s3cr3t-value"}
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "check", "nightly", "--conf", "conf/s3.toml"],
+        cwd=REPO_ROOT, env={**os.environ, **secrets}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    home = REPO_ROOT / "warehouse-s3-metastore"
+    assert (result.returncode, result.stdout) == (0, f"driver_options -Dderby.system.home={home}\n"), result
 
 
 def test_a_session_token_is_named_too_and_selects_s3a_s_temporary_credentials(tmp_path):
