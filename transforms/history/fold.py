@@ -16,7 +16,7 @@ the state still holds it, where a fold from scratch always would.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from transforms.history import generations, rebalances
@@ -48,7 +48,7 @@ class State:
         return self.entries[0]["recorded_at"] if self.entries else None
 
     def to_dict(self) -> dict:
-        return _encode(asdict(self))
+        return _encode({item.name: getattr(self, item.name) for item in fields(self)})
 
     @classmethod
     def from_dict(cls, stored: Mapping) -> State | None:
@@ -88,7 +88,7 @@ def fold(
         return Rows(None, {name: [] for name in TABLES}), None
     if state is None:
         state = State(records[0]["cluster"], records[0]["group_id"])
-    new = State(**{**asdict(state), "entries": [dict(e) for e in state.entries]})
+    new = replace(state, entries=[dict(entry) for entry in state.entries])  # entries are changed in place
     for record in records:
         _add(new, record)
     _decide_revoke_rounds(new, settings)
