@@ -3,6 +3,8 @@ gold rows out, in milliseconds and without a JVM. No Spark."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.history_fold import at, commit, fold_at_once, member, record, records
 from transforms.history.fold import FOLD_VERSION, State, fold
 
@@ -222,3 +224,10 @@ SCENARIOS = {
     "static_replacement": static_replacement,
     "deleted_and_recreated": deleted_and_recreated,
 }
+
+
+def test_a_record_below_the_state_is_refused_so_the_group_is_folded_again_from_silver():
+    records_, _ = crash_of_c3()
+    _, state = fold(None, records_[2:])
+    with pytest.raises(ValueError, match="re-fold the group"):
+        fold(state, records_[:1])

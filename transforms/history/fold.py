@@ -1,12 +1,16 @@
 """The fold of one classic group: `fold(state, records, commits) -> (rows, state)`.
 
-`records` are the group's records in log order after those the state has seen (records.classic_records
-shapes silver rows); `commits` its counted commit times from the state's `commits_from` on
-(departures.CommitTimes). The rows are those of gold `generations`, `generation_assignments`,
-`rebalances` and `partition_movements` from the state's frontier on (see the package docstring), and
-equal what transforms/gold computes for those tables' every column. Not here yet: `rebalance_frequency`,
-`generation_capacity` and the what-if replay (they read rows of the whole group or other groups), the
-topic-partition counts, and groups of other protocols (Connect, KIP-848, share, streams).
+- `records`: the group's records (records.classic_records shapes its silver rows), in log order, after
+  those the state has seen. One that is not (a late backup's) raises ValueError: the caller folds the
+  group again from silver, from no state.
+- `commits`: the group's counted commit times, from the state's `commits_from` on (departures.py).
+- rows: every column of gold `generations`, `generation_assignments`, `rebalances` and
+  `partition_movements`, from the state's frontier on (see the package docstring), as transforms/gold
+  computes them.
+
+Not here yet: `rebalance_frequency` and `generation_capacity` (aggregates over a group's rows), the
+what-if replay (Kafka's assignors in the JVM, with topic partition counts), `streams_members`, and groups
+of other protocols (Connect, KIP-848, share, streams).
 
 Assumes, as Kafka writes them, that an incarnation's generation numbers grow in log order: a record of a
 generation seen before (not the incarnation's last) is gathered into that generation's entry only while
@@ -40,6 +44,7 @@ class State:
     last_generation: int | None = None  # of the incarnation's latest generation, for previous_generation
     entries: list[dict] = field(default_factory=list)
     frontier: dict | None = None  # {"incarnation", "generation"}: rows from here on can still change
+    last_position: list | None = None  # (source_partition, source_offset) of the last record folded
     fold_version: int = FOLD_VERSION
 
     @property
@@ -90,7 +95,11 @@ def fold(
         state = State(records[0]["cluster"], records[0]["group_id"])
     new = replace(state, entries=[dict(entry) for entry in state.entries])  # entries are changed in place
     for record in records:
+        position = [record["source_partition"], record["source_offset"]]
+        if new.last_position is not None and position <= new.last_position:
+            raise ValueError(f"record at {position} is not after {new.last_position}: re-fold the group from None")
         _add(new, record)
+        new.last_position = position
     _decide_revoke_rounds(new, settings)
     tables, open_entries = _rows(new, CommitTimes(commits), settings)
     emitted = {name: [row for row in rows if is_at_or_after(state.frontier, row)] for name, rows in tables.items()}
