@@ -112,8 +112,12 @@ def test_the_state_holds_the_open_generation_and_the_one_before_it_and_a_continu
     again, _ = fold(State.from_dict(state.to_dict()), [])
     assert again.frontier == {"incarnation": 0, "generation": 4}
     assert {name: sorted({row["generation"] for row in rows}) for name, rows in again.tables.items()} == {
-        "generations": [4], "generation_assignments": [4], "rebalances": [4], "partition_movements": [4]
-    }  # fmt: skip
+        "generations": [4],
+        "generation_assignments": [4],
+        "generation_capacity": [4],
+        "rebalances": [4],
+        "partition_movements": [4],
+    }
 
 
 def test_a_state_of_another_fold_version_is_refused_so_the_group_is_folded_from_scratch():
@@ -140,7 +144,8 @@ def cooperative_two_rounds(second_round_at: float = 21) -> tuple[list[dict], lis
 
 
 def test_a_cooperative_rebalance_in_two_rounds_is_one_rebalance_and_counts_each_move_once():
-    rebalances = by_key(fold_at_once(*cooperative_two_rounds())["rebalances"])
+    tables = fold_at_once(*cooperative_two_rounds())
+    rebalances = by_key(tables["rebalances"])
     assert sorted(rebalances) == [(0, 1), (0, 3)]
     joined = rebalances[(0, 3)]
     assert (joined["first_round_generation"], joined["previous_generation"], joined["round_count"]) == (2, 1, 2)
@@ -150,6 +155,13 @@ def test_a_cooperative_rebalance_in_two_rounds_is_one_rebalance_and_counts_each_
         "member_joined",
     )
     assert (joined["moved_partition_count"], joined["minimal_moves"], joined["estimated_pause_ms"]) == (3, 3, None)
+    capacity = by_key(tables["generation_capacity"])
+    assert [(m["member_id"], m["reason"]) for m in capacity[(0, 2)]["idle_members"]] == [("C2", "assignor_gave_none")]
+    assert (capacity[(0, 2)]["capacity_used"], capacity[(0, 2)]["idle_since"], capacity[(0, 3)]["idle_since"]) == (
+        0.5,
+        at(20),
+        None,
+    )
 
 
 def test_a_second_round_later_than_the_rebalance_timeout_is_a_rebalance_of_its_own():

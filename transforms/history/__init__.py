@@ -4,11 +4,11 @@ Spark's Python workers run it over Arrow batches and its tests need no JVM (like
 
 Entry point: `transforms.history.fold.fold(state, records, commits) -> (rows, state)`. This first step
 covers classic consumer groups (protocol type `consumer`, eager and cooperative, dynamic and static
-members) and the tables `generations`, `generation_assignments`, `rebalances` and
-`partition_movements`, with the rules of transforms/gold as they stand (see fold.py for what is left).
+members) and the tables `generations`, `generation_assignments`, `generation_capacity`, `rebalances`
+and `partition_movements`, with the rules of transforms/gold as they stand (see fold.py for what is left).
 
 Continuation. A fold emits every row of a group from its *frontier* on, and the caller replaces the
-group's stored rows from that key on (`Rows.frontier`, the same key for the four tables): rows with a
+group's stored rows from that key on (`Rows.frontier`, the same key for every table): rows with a
 higher incarnation, or the frontier's incarnation and a generation at or above the frontier's or null
 (a deletion). Below the frontier no later record can change a row; at and after it, one can:
 - the last generation of the live incarnation: a later record of the same generation adds to its record

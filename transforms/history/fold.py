@@ -4,13 +4,13 @@
   those the state has seen. One that is not (a late backup's) raises ValueError: the caller folds the
   group again from silver, from no state.
 - `commits`: the group's counted commit times, from the state's `commits_from` on (departures.py).
-- rows: every column of gold `generations`, `generation_assignments`, `rebalances` and
-  `partition_movements`, from the state's frontier on (see the package docstring), as transforms/gold
-  computes them.
+- rows: every column of gold `generations`, `generation_assignments`, `generation_capacity`,
+  `rebalances` and `partition_movements`, from the state's frontier on (see the package docstring),
+  as transforms/gold computes them.
 
-Not here yet: `rebalance_frequency` and `generation_capacity` (aggregates over a group's rows), the
-what-if replay (Kafka's assignors in the JVM, with topic partition counts), `streams_members`, and groups
-of other protocols (Connect, KIP-848, share, streams).
+Not here yet: `rebalance_frequency` (hours and days of a group's rebalances), the what-if replay
+(Kafka's assignors in the JVM, with topic partition counts), `streams_members`, and groups of other
+protocols (Connect, KIP-848, share, streams).
 
 Assumes, as Kafka writes them, that an incarnation's generation numbers grow in log order: a record of a
 generation seen before (not the incarnation's last) is gathered into that generation's entry only while
@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
-from transforms.history import generations, rebalances
+from transforms.history import capacity, generations, rebalances
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
 FOLD_VERSION = 1
-TABLES = ("generations", "generation_assignments", "rebalances", "partition_movements")
+TABLES = ("generations", "generation_assignments", "generation_capacity", "rebalances", "partition_movements")
 _DATETIME = "__datetime__"
 
 
@@ -45,6 +45,7 @@ class State:
     entries: list[dict] = field(default_factory=list)
     frontier: dict | None = None  # {"incarnation", "generation"}: rows from here on can still change
     last_position: list | None = None  # (source_partition, source_offset) of the last record folded
+    idle_run_started_at: datetime | None = None  # of the incarnation's run of generations with idle members
     fold_version: int = FOLD_VERSION
 
     @property
@@ -73,7 +74,7 @@ class Rows:
 
 
 def is_at_or_after(frontier: Mapping | None, row: Mapping) -> bool:
-    """Whether a row of any of the four tables is at or after a frontier: a later incarnation, or the
+    """Whether a row of any of the tables is at or after a frontier: a later incarnation, or the
     frontier's with a generation at or above the frontier's, or a deletion (generation null)."""
     if frontier is None or row["incarnation"] > frontier["incarnation"]:
         return True
@@ -111,7 +112,7 @@ def _add(state: State, record: Mapping) -> None:
     if record["is_tombstone"]:
         if not state.follows_deletion:
             state.entries.append(generations.new_entry(record, state.incarnation, state.last_generation))
-            state.incarnation, state.last_generation = state.incarnation + 1, None
+            state.incarnation, state.last_generation, state.idle_run_started_at = state.incarnation + 1, None, None
         state.follows_deletion = True
         return
     state.follows_deletion = False
@@ -123,7 +124,10 @@ def _add(state: State, record: Mapping) -> None:
     if same:
         generations.add_record(same[0], record)
         return
-    state.entries.append(generations.new_entry(record, state.incarnation, state.last_generation))
+    entry = generations.new_entry(record, state.incarnation, state.last_generation)
+    if capacity.is_measured(entry):
+        state.idle_run_started_at = entry["idle_since"] = capacity.idle_since(entry, state.idle_run_started_at)
+    state.entries.append(entry)
     state.last_generation = record["generation"]
 
 
@@ -164,6 +168,9 @@ def _rows(state: State, commits: CommitTimes, settings: HistorySettings) -> tupl
         same_life = following is not None and following["incarnation"] == entry["incarnation"]
         valid_until = following["recorded_at"] if same_life else None
         tables["generation_assignments"].extend(generations.assignment_rows(group, entry, valid_until))
+        measured = capacity.capacity_row(group, entry, valid_until) if capacity.is_measured(entry) else None
+        if measured is not None:
+            tables["generation_capacity"].append(measured)
     open_entries = []
     for live in _live_by_incarnation(state.entries).values():
         for rounds, closing, before in rebalances.logical_rebalances(live):
