@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from transforms.history.fold import TABLES, Rows, State, fold, is_at_or_after
+from transforms.history.fold import TABLES, Rows, State, fold
 from transforms.history.records import classic_records
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
@@ -23,9 +23,9 @@ def commit_times(commits: Sequence[Mapping]) -> list[tuple]:
 
 
 def replaced(stored: Mapping[str, list], rows: Rows) -> dict[str, list]:
-    """A group's stored rows with a fold's rows in place of those from its frontier on."""
+    """A group's stored rows with a fold's rows in place of those they replace."""
     return {
-        name: [row for row in stored.get(name, []) if not is_at_or_after(rows.frontier, row)] + rows.tables[name]
+        name: [row for row in stored.get(name, []) if not rows.replaces(name, row)] + rows.tables[name]
         for name in TABLES
     }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.history_fold import at, commit, fold_at_once, member, record, records
-from transforms.history.fold import FOLD_VERSION, State, fold
+from transforms.history.fold import FOLD_VERSION, GENERATION_TABLES, State, fold
 
 ORDER, STOCK = range(7), range(5)
 
@@ -111,12 +111,18 @@ def test_the_state_holds_the_open_generation_and_the_one_before_it_and_a_continu
     assert state.commits_from == at(60)
     again, _ = fold(State.from_dict(state.to_dict()), [])
     assert again.frontier == {"incarnation": 0, "generation": 4}
-    assert {name: sorted({row["generation"] for row in rows}) for name, rows in again.tables.items()} == {
+    assert {name: sorted({row["generation"] for row in again.tables[name]}) for name in GENERATION_TABLES} == {
         "generations": [4],
         "generation_assignments": [4],
         "generation_capacity": [4],
         "rebalances": [4],
         "partition_movements": [4],
+    }
+    # rebalance_frequency is keyed by period: the fold gives the day of the frontier whole again
+    assert again.frequency_from == at(0).replace(hour=0)
+    assert {(r["period"], r["rebalance_count"]) for r in again.tables["rebalance_frequency"]} == {
+        ("hour", 4),
+        ("day", 4),
     }
 
 
@@ -230,7 +236,31 @@ def test_a_deleted_group_created_again_starts_a_new_incarnation():
     assert valid_until == {(0, 1): at(30), (1, 1): None}
 
 
+def storm() -> tuple[list[dict], list[dict]]:
+    """C2 joins and leaves every five minutes from noon (eight rebalances in the hour), then once more
+    after midnight."""
+    alone, pair = [on_order("C1", ORDER)], [on_order("C1", [0, 1, 2, 3]), on_order("C2", [4, 5, 6])]
+    flapping = [
+        record(generation, 300 * generation, generation, pair if generation % 2 else alone) for generation in range(8)
+    ]
+    return records(*flapping, record(8, 12 * 3600 + 600, 8, pair)), []
+
+
+def test_an_hour_with_six_rebalances_or_more_is_a_storm_and_so_is_its_day():
+    rows = fold_at_once(*storm())["rebalance_frequency"]
+    found = {
+        (r["period"], r["period_start"]): (r["rebalance_count"], r["storm_hour_count"], r["is_storm"]) for r in rows
+    }
+    assert found == {
+        ("hour", at(0)): (8, 1, True),
+        ("hour", at(12 * 3600)): (1, 0, False),
+        ("day", at(-12 * 3600)): (8, 1, True),
+        ("day", at(12 * 3600)): (1, 0, False),
+    }
+
+
 SCENARIOS = {
+    "storm": storm,
     "crash_of_c3": crash_of_c3,
     "cooperative_two_rounds": cooperative_two_rounds,
     "static_replacement": static_replacement,

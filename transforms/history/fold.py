@@ -23,12 +23,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
-from transforms.history import capacity, generations, rebalances
+from transforms.history import capacity, frequency, generations, rebalances
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
 FOLD_VERSION = 1
-TABLES = ("generations", "generation_assignments", "generation_capacity", "rebalances", "partition_movements")
+# Tables keyed by (incarnation, generation); rebalance_frequency is keyed by period (frequency.py).
+GENERATION_TABLES = (
+    "generations",
+    "generation_assignments",
+    "generation_capacity",
+    "rebalances",
+    "partition_movements",
+)
+FREQUENCY_TABLE = "rebalance_frequency"
+TABLES = (*GENERATION_TABLES, FREQUENCY_TABLE)
 _DATETIME = "__datetime__"
 
 
@@ -46,6 +55,8 @@ class State:
     frontier: dict | None = None  # {"incarnation", "generation"}: rows from here on can still change
     last_position: list | None = None  # (source_partition, source_offset) of the last record folded
     idle_run_started_at: datetime | None = None  # of the incarnation's run of generations with idle members
+    frequency_from: datetime | None = None  # the day from which the next fold emits rebalance_frequency
+    settled_hours: list[list] = field(default_factory=list)  # [hour, rebalances, moves] below the frontier
     fold_version: int = FOLD_VERSION
 
     @property
@@ -66,11 +77,18 @@ class State:
 
 @dataclass
 class Rows:
-    """A fold's rows per table. They replace the group's stored rows at and after `frontier` (all of
-    them when None): see `is_at_or_after`."""
+    """A fold's rows per table. They replace the group's stored rows at and after `frontier`, and its
+    rebalance_frequency rows from the day `frequency_from` on (all of them when None): see `replaces`."""
 
     frontier: dict | None
+    frequency_from: datetime | None
     tables: dict[str, list[dict]]
+
+    def replaces(self, table: str, stored: Mapping) -> bool:
+        """Whether a stored row of the group gives way to these rows."""
+        if table == FREQUENCY_TABLE:
+            return self.frequency_from is None or stored["period_start"] >= self.frequency_from
+        return is_at_or_after(self.frontier, stored)
 
 
 def is_at_or_after(frontier: Mapping | None, row: Mapping) -> bool:
@@ -91,7 +109,7 @@ def fold(
 ) -> tuple[Rows, State | None]:
     records = list(records)
     if state is None and not records:
-        return Rows(None, {name: [] for name in TABLES}), None
+        return Rows(None, None, {name: [] for name in TABLES}), None
     if state is None:
         state = State(records[0]["cluster"], records[0]["group_id"])
     new = replace(state, entries=[dict(entry) for entry in state.entries])  # entries are changed in place
@@ -104,8 +122,30 @@ def fold(
     _decide_revoke_rounds(new, settings)
     tables, open_entries = _rows(new, CommitTimes(commits), settings)
     emitted = {name: [row for row in rows if is_at_or_after(state.frontier, row)] for name, rows in tables.items()}
-    _trim(new, open_entries)
-    return Rows(state.frontier, emitted), new
+    last_recorded_at = max((entry["last_recorded_at"] for entry in new.entries), default=None)
+    frontier_at = _trim(new, open_entries)
+    emitted[FREQUENCY_TABLE] = _count_frequency(
+        state, new, emitted["rebalances"], frontier_at or last_recorded_at, settings
+    )
+    return Rows(state.frontier, state.frequency_from, emitted), new
+
+
+def _count_frequency(
+    state: State, new: State, recomputed: list[dict], settles_before: datetime | None, settings: HistorySettings
+) -> list[dict]:
+    """The hours and days of the rebalances from the old frontier on, with the hours counted before it;
+    keeps in `new` the counts below the new frontier from the day of `settles_before` on (no later
+    rebalance can complete before it)."""
+    group = {"cluster": state.cluster, "group_id": state.group_id}
+    hours = frequency.hourly(recomputed, state.settled_hours)
+    rows = frequency.frequency_rows(group, hours, settings.storm_rebalances_per_hour)
+    if settles_before is not None:
+        new.frequency_from = frequency.day_of(settles_before)
+    settled = frequency.hourly(
+        [row for row in recomputed if not is_at_or_after(new.frontier, row)], state.settled_hours
+    )
+    new.settled_hours = [[hour, *counts] for hour, counts in sorted(settled.items()) if hour >= new.frequency_from]
+    return rows
 
 
 def _add(state: State, record: Mapping) -> None:
@@ -182,9 +222,9 @@ def _rows(state: State, commits: CommitTimes, settings: HistorySettings) -> tupl
     return tables, open_entries
 
 
-def _trim(state: State, open_entries: list[dict]) -> None:
+def _trim(state: State, open_entries: list[dict]) -> datetime | None:
     """Sets the frontier (the earliest generation whose rows can still change) and keeps the entries from
-    the closing generation before it on."""
+    the closing generation before it on; returns the frontier's first record time (None: no frontier)."""
     entries = state.entries
     candidates = [index for index, entry in enumerate(entries) if any(entry is e for e in open_entries)]
     live_now = [i for i, e in enumerate(entries) if e["incarnation"] == state.incarnation and not e["is_deletion"]]
@@ -192,7 +232,7 @@ def _trim(state: State, open_entries: list[dict]) -> None:
         candidates.append(live_now[-1])
     if not candidates:
         state.entries, state.frontier = [], {"incarnation": state.incarnation, "generation": None}
-        return
+        return None
     start = min(candidates)
     frontier = entries[start]
     state.frontier = {"incarnation": frontier["incarnation"], "generation": frontier["generation"]}
@@ -201,6 +241,7 @@ def _trim(state: State, open_entries: list[dict]) -> None:
         if not entries[start]["is_revoke_round"]:
             break  # the closing generation before the frontier's rounds: its rebalance's "before"
     state.entries = entries[start:]
+    return frontier["recorded_at"]
 
 
 def _encode(value):
