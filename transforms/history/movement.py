@@ -152,6 +152,35 @@ def skew(changes: Sequence[Mapping], members: Sequence[Mapping]) -> tuple[int, d
     return overall, skew_by_topic
 
 
+MOVEMENT_COLUMNS = (
+    "moved_partition_count",
+    "newly_assigned_partition_count",
+    "unassigned_partition_count",
+    "minimal_moves",
+    "minimal_moves_method",
+    "stickiness",
+    "skew",
+    "skew_by_topic",
+)
+
+
+def movement_columns(changes: Sequence[Mapping], members: Sequence[Mapping]) -> dict:
+    """A rebalance's MOVEMENT_COLUMNS (skew null when no member is left), and has_partitions_added and
+    has_partitions_removed for its causes."""
+    counts = movement_counts(changes)
+    minimal, method = minimal_moves(changes, members)
+    overall_skew, skew_by_topic = skew(changes, members)
+    moved = counts["moved_partition_count"]
+    return {
+        **counts,
+        "minimal_moves": minimal,
+        "minimal_moves_method": method,
+        "stickiness": minimal / moved if moved > 0 else 1.0,
+        "skew": overall_skew if members else None,
+        "skew_by_topic": skew_by_topic if members else None,
+    }
+
+
 def movement_rows(rebalance_key: Mapping, previous_generation, completed_at, changes: Sequence[Mapping]) -> list[dict]:
     """The rebalance's rows of gold `partition_movements`: one per partition that changed owner."""
     owner = OWNER[1:]

@@ -102,6 +102,14 @@ def _causes(has_members: bool, had_members: bool, membership: Mapping, hows: Seq
     return [name for name, holds in candidates if holds] or ["unknown"]
 
 
+def _pause(protocol: str, join_completed_at, closing: Mapping, before: Mapping | None, commits) -> tuple:
+    """(estimated_pause_ms, pause_estimate_method, is_open): eager rebalances only."""
+    if protocol != PROTOCOL_EAGER:
+        return None, None, False
+    before_recorded_at = before["recorded_at"] if before is not None else None
+    return departures.pause_estimate(join_completed_at, closing["recorded_at"], before_recorded_at, commits)
+
+
 def rebalance_rows(
     group: Mapping,
     rounds: Sequence[Mapping],
@@ -120,28 +128,15 @@ def rebalance_rows(
     membership = _membership(closing, before_members)
     left = []
     if membership["left_members"]:
+        last_recorded_at = before["last_recorded_at"]
         left = departures.members_left(
-            membership["left_members"],
-            before_owned,
-            before["last_recorded_at"],
-            join_completed_at,
-            commits,
-            settings,
+            membership["left_members"], before_owned, last_recorded_at, join_completed_at, commits, settings
         )
     changes = movement.partition_changes(before_owned, owned_partitions(closing), closing["members"])
-    counts = movement.movement_counts(changes)
-    minimal, method = movement.minimal_moves(changes, closing["members"])
-    overall_skew, skew_by_topic = movement.skew(changes, closing["members"])
+    moves = movement.movement_columns(changes, closing["members"])
     protocol = rebalance_protocol(closing["assignor"] or (before["assignor"] if before is not None else None))
-    pause_ms, pause_method, is_open = None, None, False
-    if protocol == PROTOCOL_EAGER:
-        before_recorded_at = before["recorded_at"] if before is not None else None
-        pause_ms, pause_method, is_open = departures.pause_estimate(
-            join_completed_at, closing["recorded_at"], before_recorded_at, commits
-        )
-    has_members = bool(closing["members"])
-    causes = _causes(has_members, bool(before_members), membership, [d["how"] for d in left], counts)
-    moved = counts["moved_partition_count"]
+    pause_ms, pause_method, is_open = _pause(protocol, join_completed_at, closing, before, commits)
+    causes = _causes(bool(closing["members"]), bool(before_members), membership, [d["how"] for d in left], moves)
     row = {
         **key,
         "previous_generation": before["generation"] if before is not None else None,
@@ -160,14 +155,7 @@ def rebalance_rows(
         "static_replacements": membership["static_replacements"],
         "cause": causes[0],
         "causes": causes,
-        "moved_partition_count": moved,
-        "newly_assigned_partition_count": counts["newly_assigned_partition_count"],
-        "unassigned_partition_count": counts["unassigned_partition_count"],
-        "minimal_moves": minimal,
-        "minimal_moves_method": method,
-        "stickiness": minimal / moved if moved > 0 else 1.0,
-        "skew": overall_skew if has_members else None,
-        "skew_by_topic": skew_by_topic if has_members else None,
+        **{name: moves[name] for name in movement.MOVEMENT_COLUMNS},
         "estimated_pause_ms": pause_ms,
         "pause_estimate_method": pause_method,
         "moved_standby_task_count": None,
