@@ -5,6 +5,9 @@
 # It opens the warehouse and metastore the jobs use, with their Spark settings (conf/defaults.toml, the
 # environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
 #   .venv/bin/beeline -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
+# It does not authenticate: any user name and password are accepted, and every session runs as the user
+# who started the server, with its access to the warehouse (on S3, its credentials), so anyone reaching
+# the port can read, drop or overwrite every table. --bind another address only on a network you trust.
 # The embedded metastore (Derby) lets one process at a time open the warehouse: while a job runs this exits
 # 75, and jobs started while the server runs are refused the same way; stop it before the next run. With a
 # Hive metastore service (storage.metastore = "hive", docs/hive.md) the server and the jobs run side by side.
