@@ -15,6 +15,9 @@ if [[ "${1:-}" == "--conf" && "${2:-}" != *=* ]]; then config_args+=(--conf "$(r
 [[ -n "${GROUPSCOPE_WAREHOUSE:-}" ]] && config_args+=(--warehouse "$(realpath -m "$GROUPSCOPE_WAREHOUSE")")
 source "$root/scripts/embedded_metastore.sh"
 sql_session_settings ${config_args[@]+"${config_args[@]}"}
+# The configuration's master (jobs/sql_launch.py passes it first, as --master MASTER) decides, as for the jobs.
+source "$root/scripts/loopback.sh"
+bind_local_driver_to_loopback "${session_settings[1]}"
 # Spark's jars, and Hadoop's S3A with the AWS SDK modules it calls (s3a:// warehouses, docs/s3.md), as
 # spark-submit.sh gives the jobs. On S3 the credentials reach the JVM only through its environment: the
 # settings above name the variables ([storage.s3]), never their values, so `ps` shows no secret.

@@ -56,8 +56,8 @@ export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 
 cd "$root"
-# A local run binds to loopback rather than guessing an interface (and warning about it).
-[[ "$master" == local* ]] && export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+source "$root/scripts/loopback.sh"
+bind_local_driver_to_loopback "$master"
 export GROUPSCOPE_SUBMITTED=1 GROUPSCOPE_HOME="$root" PYSPARK_PYTHON="$root/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$root/.venv/bin/python"
 exec "$root/.venv/bin/spark-submit" \
   --master "$master" \
