@@ -22,6 +22,7 @@ SCENARIO_MODULES = {
     "transactions": "transactions",
     "kip848": "kip848",
     "kip848-handover": "kip848_handover",
+    "kip848-crash": "kip848_crash",
     "connect": "connect",
     "streams": "streams",
     "share": "share",
