@@ -26,12 +26,11 @@ set -- ${args[@]+"${args[@]}"}
 job="${1:-}"
 if [[ -z "$job" || "$job" == -* ]]; then (cd "$root" && exec "$root/.venv/bin/python" -m jobs "$@"); exit $?; fi
 shift
+# --help is answered there too: the job's options, with no JVM.
+if [[ " $* " == *" --help "* || " $* " == *" -h "* ]]; then (cd "$root" && exec "$root/.venv/bin/python" -m jobs check "$job" "$@"); exit $?; fi
 # It prints `remote sc://...`, or `driver_options ...`: Java options of the driver started below that the
 # configuration decides (Derby's home is the configured metastore folder, as for every launcher).
-checked=""
-if [[ " $* " != *" --help "* && " $* " != *" -h "* ]]; then
-  checked="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
-fi
+checked="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
 # spark.remote set (docs/connect.md): the job is a Spark Connect client; the server runs Spark, so no JVM starts here.
 if [[ "$checked" == "remote "* ]]; then
   cd "$root"

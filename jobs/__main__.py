@@ -1,15 +1,18 @@
 """The launcher's front door, with no Spark: `python -m jobs` lists the jobs, and
 `python -m jobs check JOB [args]` refuses a mistaken command line (unknown job, missing config
-file or input path, bad date, unknown setting) in one line with exit 2 before spark-submit starts.
+file or input path, bad date, unknown setting) in one line with exit 2 before spark-submit starts;
+`python -m jobs check JOB --help` prints the job's options.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 from collections.abc import Sequence
 
 from jobs import JOBS
-from jobs.config import EXIT_USAGE, parse_config
+from jobs.command_line import parse_config
+from jobs.config import EXIT_USAGE, REPO_ROOT
 from jobs.embedded_metastore import derby_home_option
 
 
@@ -27,11 +30,16 @@ def usage() -> str:
     )
 
 
+def description(job: str) -> str:
+    """The job module's docstring, read without importing it (that imports pyspark)."""
+    return ast.get_docstring(ast.parse((REPO_ROOT / "jobs" / f"{job}.py").read_text()), clean=False) or job
+
+
 def check(job: str, argv: Sequence[str]) -> int:
     if job not in JOBS:
         print(f"groupscope: {job!r} is not a job; the jobs are: {', '.join(JOBS)}", file=sys.stderr)
         return EXIT_USAGE
-    config = parse_config(argv, f"groupscope {job}", job=job)
+    config = parse_config(argv, description(job), job=job)
     if config.remote:  # the launcher then runs the job as a Spark Connect client, with no JVM of its own
         print(f"remote {config.remote}")
     else:  # the options of the driver JVM the launcher starts, which Python cannot set once it runs

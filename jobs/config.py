@@ -1,18 +1,17 @@
 """Configuration: conf/defaults.toml, then one environment file, then command-line overrides.
 
-Parsed once in a job's `main()` into a frozen dataclass; transforms receive plain values from it,
-never the object itself. Secrets are never read from these files: they come from environment
-variables named in the config, at the moment a connection is made.
+Parsed once in a job's `main()` (with its command line: jobs/command_line.py) into a frozen dataclass;
+transforms receive plain values from it, never the object itself. Secrets are never read from these
+files: they come from environment variables named in the config, at the moment a connection is made.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import os
 import re
-import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date
 from pathlib import Path
@@ -190,15 +189,20 @@ def _check_keys(settings: Mapping, defaults: Mapping, source: str, prefix: str =
             continue
         if key not in defaults:
             raise ConfigError(f"{source}: unknown setting {path!r}; conf/defaults.toml lists every setting")
+        if isinstance(defaults[key], list) and not _is_list_of_strings(value):
+            raise ConfigError(f"{source}: {path} must be a list of strings, e.g. {key} = {_as_list(value)}")
         if isinstance(value, Mapping) and isinstance(defaults[key], Mapping):
             _check_keys(value, defaults[key], source, f"{path}.")
 
 
-def _run_date(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write it as YYYY-MM-DD") from None
+def _is_list_of_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _as_list(value: Any) -> str:
+    """A setting written as one string (read as a list, it would be one path per character) as a list."""
+    items = value if isinstance(value, list) else [value]
+    return json.dumps([str(item) for item in items])
 
 
 def check_inputs(config: Config) -> None:
@@ -219,90 +223,3 @@ def check_inputs(config: Config) -> None:
     check_credentials(config)
     check_metastore_settings(config)
     check_remote_settings(config)
-
-
-def parser(description: str, job: str | None = None) -> argparse.ArgumentParser:
-    arguments = _OneLineParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if job == "end_offsets":
-        arguments.add_argument(
-            "--from-files",
-            nargs="+",
-            type=Path,
-            metavar="PATH",
-            help="load end_offsets.json files (or directories holding them) instead of asking the cluster",
-        )
-    if job == "forget":
-        arguments.add_argument("--source-file", nargs="+", dest="source_files", metavar="PATH", default=())
-        arguments.add_argument("--capture-run", nargs="+", dest="capture_runs", metavar="RUN_ID", default=())
-    if job == "report":
-        arguments.add_argument("--group", metavar="GROUP_ID", help="report this group only")
-        arguments.add_argument("--out", metavar="DIR", help="the site's directory (default: report.out_dir/<cluster>)")
-    arguments.add_argument(
-        "--conf",
-        type=Path,
-        default=None,
-        help="environment file merged over conf/defaults.toml (default: conf/local.toml)",
-    )
-    arguments.add_argument("--warehouse", help="override storage.warehouse_dir")
-    arguments.add_argument("--database", help="override catalog.database")
-    arguments.add_argument("--cluster", help="override input.cluster")
-    arguments.add_argument("--segments", nargs="*", help="override input.segment_paths")
-    arguments.add_argument("--raw-table", nargs="*", dest="raw_tables", help="override input.raw_table_paths")
-    arguments.add_argument("--raw-table-format", choices=("parquet", "delta", "json"))
-    arguments.add_argument("--run-date", type=_run_date, help="the day this run is for (YYYY-MM-DD)")
-    arguments.add_argument(
-        "--full",
-        action="store_true",
-        help="rebuild silver and gold from what raw_records holds now, not only what is new (also the upgrade path)",
-    )
-    return arguments
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    overrides: dict = {"storage": {}, "catalog": {}, "input": {}}
-    if args.warehouse is not None:
-        overrides["storage"]["warehouse_dir"] = args.warehouse
-    if args.database is not None:
-        overrides["catalog"]["database"] = args.database
-    if args.cluster is not None:
-        overrides["input"]["cluster"] = args.cluster
-    if args.segments is not None:
-        overrides["input"]["segment_paths"] = args.segments
-    if args.raw_tables is not None:
-        overrides["input"]["raw_table_paths"] = args.raw_tables
-    if args.raw_table_format:
-        overrides["input"]["raw_table_format"] = args.raw_table_format
-    return load_config(args.conf, overrides, args.run_date, args.full)
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints the whole usage; one line says more
-        refuse(f"{message} (--help lists the options)")
-
-
-def refuse(message: str) -> None:
-    print(f"groupscope: {message}", file=sys.stderr)
-    sys.exit(EXIT_USAGE)
-
-
-def parse_arguments(
-    argv: Sequence[str] | None, description: str, job: str | None = None
-) -> tuple[Config, argparse.Namespace]:
-    """The command line and configuration files, checked; a mistake exits 2 with one line."""
-    arguments = parser(description, job)
-    args = arguments.parse_args(argv)
-    try:
-        config = config_from_args(args)
-        check_inputs(config)
-        if job == "forget" and not (args.source_files or args.capture_runs):
-            raise ConfigError("forget needs --source-file PATH or --capture-run RUN_ID: what to forget")
-        for path in getattr(args, "from_files", None) or ():
-            if not path.exists():
-                raise ConfigError(f"--from-files: {path} does not exist; give end_offsets.json files or their folders")
-    except ConfigError as error:
-        refuse(str(error))
-    return config, args
-
-
-def parse_config(argv: Sequence[str] | None, description: str, job: str | None = None) -> Config:
-    return parse_arguments(argv, description, job)[0]

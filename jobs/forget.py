@@ -4,11 +4,12 @@ run, and every silver and gold row derived from them, leaving the tables as if i
     spark-submit.sh forget --source-file PATH... [--conf conf/<env>.toml] [--cluster NAME]
     spark-submit.sh forget --capture-run RUN_ID...
 
-PATH is a segment file as given to --segments (a local path or URI), or a landed table's path; RUN_ID
-a `capture_run_id` of raw_records (the ingest or capture run that read the records, in job_runs). The
-raw records go in one commit; decode, history and metrics then bring the derived tables up to date, as
-a nightly does. Killed at any point, running the same command again (or the next nightly) completes it.
-Take the file out of input.segment_paths first, or the next ingest reads it again.
+PATH is a segment file read (a local path or URI: each .log file, not the directory given to --segments),
+or a landed table's path; RUN_ID a `capture_run_id` of raw_records (the ingest or capture run that read
+the records, in job_runs). The raw records go in one commit; decode, history and metrics then bring the
+derived tables up to date, as a nightly does. Killed at any point, running the same command again (or
+the next nightly) completes it. Names that match no raw record and no earlier forget are refused (exit 2,
+nothing changed). Take the file out of input.segment_paths first, or the next ingest reads it again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 
-from jobs.config import parse_arguments
+from jobs.command_line import parse_arguments
 from jobs.runs import run_job
 from jobs.steps.forget import forget
 

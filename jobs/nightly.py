@@ -2,7 +2,7 @@
 the SQL views, and summarise. Capture and the live end-offset snapshot run when [capture] names a
 cluster; [end_offsets] files are loaded too (the embedded default loads the sample's).
 
-    spark-submit.sh nightly [--conf conf/<env>.toml] [--run-date YYYY-MM-DD] [--full]
+    spark-submit.sh nightly [--conf conf/<env>.toml] [--run-date YYYY-MM-DD] [--full] [--verbose]
 
 Each night costs what it brought: ingest reads what the logs gained, decode what raw_records gained,
 history and metrics rebuild only the groups that new records and snapshots touch. --full rebuilds

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 
-from jobs.config import parse_arguments
+from jobs.command_line import parse_arguments
 from jobs.runs import run_job
 from jobs.steps.report import report
 

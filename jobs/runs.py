@@ -3,6 +3,7 @@
 The row is appended when the run ends, whether it succeeded, failed or was refused, so a scheduler and
 a person can both see what each run did. A run that writes tables holds the cluster's lock
 (jobs/locks.py) from start to end. Exit codes: 0 succeeded, 1 failed (the message says why),
+2 refused because the command line names what the tables do not hold (WrongInput; nothing changed),
 75 refused because another run holds the lock (nothing changed; retry later).
 """
 
@@ -21,7 +22,8 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import REPO_ROOT, Config, parse_config
+from jobs.command_line import parse_config
+from jobs.config import EXIT_USAGE, REPO_ROOT, Config
 from jobs.connect_files import LocalRunLock
 from jobs.delta_tables import is_connect
 from jobs.lock_store import UnguardedStore
@@ -37,11 +39,25 @@ EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
 LOG_DIR = REPO_ROOT / "logs"
 # py4j and Spark Connect append the JVM's stack to an error's text; its frames belong in the traceback file.
 JVM_STACK_FRAME = re.compile(r"\s+at |\s*\.\.\. \d+ more")
-__all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_SUCCEEDED", "InvariantViolation", "JobRun", "RunRefused", "run_job"]
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_FAILED",
+    "EXIT_SUCCEEDED",
+    "InvariantViolation",
+    "JobRun",
+    "RunRefused",
+    "WrongInput",
+    "run_job",
+]
 
 
 class InvariantViolation(RuntimeError):
     """A check that guards against losing records failed; the run must not report success."""
+
+
+class WrongInput(ValueError):
+    """The command line names what the tables do not hold, found once they are read: nothing was
+    changed, and the run exits 2 like a mistake found before Spark started, with the message saying what to do."""
 
 
 def row_counts(spark: SparkSession, config: Config, names: Sequence[str]) -> dict[str, int]:
@@ -120,7 +136,9 @@ class JobRun:
         outcome = "succeeded" if error is None else "failed"
         self.exit_code = EXIT_SUCCEEDED if error is None else EXIT_FAILED
         message = None if error is None else f"{error_type.__name__}: {error_text(error)}"
-        if error is not None and not isinstance(error, InvariantViolation):
+        if isinstance(error, WrongInput):
+            outcome, self.exit_code, message = "refused", EXIT_USAGE, str(error)
+        elif error is not None and not isinstance(error, InvariantViolation):
             message += f" (traceback in {self._write_traceback(error_type, error, traceback)})"
         try:
             self._record(outcome, message)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from jobs.config import REPO_ROOT, Config, ConfigError, config_from_args, parser, refuse
+from jobs.command_line import config_from_args, parser, refuse
+from jobs.config import REPO_ROOT, Config, ConfigError
 from jobs.hive_metastore import hive_settings
 from jobs.object_store import credential_references, hadoop_settings, s3_paths
 from jobs.session import embedded_metastore_conf

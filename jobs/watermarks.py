@@ -35,8 +35,9 @@ _RECORD_EMPTY_COMMITS_CONF = "spark.databricks.delta.skipRecordingEmptyCommits"
 CHANGE_INSERT, CHANGE_UPDATE, CHANGE_DELETE = "insert", "update_postimage", "delete"
 
 
-def note(step: str, cluster: str, covered: Mapping[str, int]) -> str:
-    return json.dumps({"groupscope": step, "cluster": cluster, "covered": dict(covered)}, sort_keys=True)
+def note(step: str, cluster: str, covered: Mapping[str, int], **details: object) -> str:
+    """`details`: what else the step tells its later runs (forget: the names it deleted the records of)."""
+    return json.dumps({"groupscope": step, "cluster": cluster, "covered": dict(covered), **details}, sort_keys=True)
 
 
 def notes(
@@ -44,6 +45,16 @@ def notes(
 ) -> list[tuple[int, dict[str, int]]]:
     """(version, covered) of every commit of `step` for `cluster` among the table's `newest` commits (all
     still in its history when None), newest first."""
+    return [
+        (version, {name: int(value) for name, value in parsed["covered"].items()})
+        for version, parsed in noted_commits(spark, table, step, cluster, newest)
+    ]
+
+
+def noted_commits(
+    spark: SparkSession, table: str, step: str, cluster: str, newest: int | None = None
+) -> list[tuple[int, dict]]:
+    """(version, the whole note) of every commit of `step` for `cluster`, as `notes`."""
     if not spark.catalog.tableExists(table):
         return []
     history = DeltaTable.forName(spark, table).history(*(() if newest is None else (newest,)))
@@ -60,7 +71,7 @@ def notes(
         except ValueError:
             continue
         if isinstance(parsed, dict) and parsed.get("groupscope") == step and parsed.get("cluster") == cluster:
-            found.append((row["version"], {name: int(value) for name, value in parsed["covered"].items()}))
+            found.append((row["version"], parsed))
     return found
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.config import parse_config
+from jobs.command_line import parse_config
 from jobs.runs import JOB_RUNS, JobRun
 from jobs.segment_files import read_paths
 from tests.conftest import REPO_ROOT

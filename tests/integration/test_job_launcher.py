@@ -53,6 +53,15 @@ def test_a_wrong_path_is_refused_by_the_launcher_in_one_line(tmp_path: Path):
     assert "Traceback" not in result.stderr
 
 
+def test_help_lists_the_jobs_own_options_without_a_jvm():
+    forget, nightly = _launcher("forget", "--help"), _launcher("nightly", "--help")
+    assert forget.returncode == nightly.returncode == 0, (forget.stderr, nightly.stderr)
+    assert forget.stdout.startswith("usage: ./spark-submit.sh forget [-h] [--source-file PATH [PATH ...]]")
+    assert "[--segments" not in forget.stdout and "[--verbose]" in forget.stdout
+    assert "[--verbose]" in nightly.stdout and "[--segments" in nightly.stdout
+    assert "Spark" not in forget.stderr + nightly.stderr  # spark-submit never started
+
+
 def test_jobs_never_import_each_other():
     """A job is its step behind run_job; steps shared by several jobs live in jobs/steps."""
     for job in JOBS:

@@ -87,6 +87,15 @@ def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_tha
     assert again["raw_records_forgotten"] == 0
     assert_same_tables(never, tables(spark, "forget_undone"))
 
+    # Names never read (a typo; the directory given to --segments, not its files) change nothing and exit 2.
+    never_read = (str(tmp_path / "typo.log"), str(mistaken_partition))
+    with JobRun(spark, mistaken, "forget") as refused:
+        forget(spark, mistaken, refused, source_files=never_read, capture_runs=())
+    (row,) = spark.table(mistaken.table(JOB_RUNS)).where(F.col("run_id") == refused.run_id).collect()
+    assert (refused.exit_code, row.outcome) == (2, "refused")
+    assert row.message.startswith(f"no raw record of cluster '{CLUSTER}' came from {', '.join(never_read)}, ")
+    assert "\n" not in row.message and raw_count(spark, mistaken) == never_raw
+
 
 def assert_same_tables(never: dict[str, list[str]], undone: dict[str, list[str]]) -> None:
     assert sorted(never) == sorted(undone) and len(never) > 15

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.config import EXIT_USAGE, parse_config
+from jobs.command_line import parse_config, parser
+from jobs.config import EXIT_USAGE
 
 
 def test_the_quick_start_configuration_loads():
@@ -80,3 +81,38 @@ def test_a_missing_input_path_is_refused_before_any_run(capsys, tmp_path):
 
 def test_an_unknown_option_is_one_line(capsys):
     assert "unrecognized arguments: --bogus" in _refusal(capsys, ["--bogus"])
+
+
+def test_segments_with_no_path_is_refused_unless_another_input_is_left(capsys, tmp_path):
+    line = _refusal(capsys, ["--segments"])
+    assert line == (
+        "groupscope: --segments was given no path, which leaves nothing to read: put the paths after it,"
+        " or leave it out to read input.segment_paths and input.raw_table_paths"
+    )
+    # Cleared to read only a landed table (bench/pipeline.py does), it is what the user meant.
+    config = parse_config(["--segments", "--raw-table", str(tmp_path)], "test")
+    assert (config.segment_paths, config.raw_table_paths) == ((), (str(tmp_path),))
+
+
+def test_a_path_list_written_as_one_string_is_refused_with_the_list_to_write(capsys, tmp_path):
+    env = tmp_path / "string.toml"
+    env.write_text('[input]\nsegment_paths = "samples/x"\n')
+    line = _refusal(capsys, ["--conf", str(env)])
+    assert line == f"groupscope: {env}: " + (
+        'input.segment_paths must be a list of strings, e.g. segment_paths = ["samples/x"]'
+    )
+    env.write_text("[end_offsets]\nfiles = [1]\n")
+    assert "end_offsets.files must be a list of strings" in _refusal(capsys, ["--conf", str(env)])
+
+
+def test_forget_takes_only_what_it_uses_and_every_job_lists_verbose(capsys):
+    forget_help = parser("forget", "forget").format_help()
+    for option in ("--source-file", "--capture-run", "--conf", "--cluster", "--verbose"):
+        assert option in forget_help
+    for option in ("--segments", "--raw-table", "--run-date", "--full"):
+        assert option not in forget_help
+    assert "--verbose" in parser("nightly", "nightly").format_help()
+    with pytest.raises(SystemExit) as exit_:
+        parse_config(["--source-file", "x.log", "--segments", "samples"], "forget", "forget")
+    assert exit_.value.code == EXIT_USAGE
+    assert "unrecognized arguments: --segments samples" in capsys.readouterr().err
