@@ -4,10 +4,14 @@ Grain: one row per logical rebalance of a consumer group with members after it: 
 protocol type `consumer` and KIP-848 `consumer` groups (connect, share and streams groups have other
 assignors). `replay` holds what a group leader (classic) or the coordinator (KIP-848) handed its assignor:
 
-- members: those of the generation the rebalance produced, keyed by member_key (group_instance_id when
-  static, else member_id, so a static member keeps its previous partitions as Kafka's assignors do), with
-  rack and subscribed topics. A member whose subscription was not decoded subscribes to the topics it
-  was given: the only subscription the records imply.
+- members: those of the generation the rebalance produced, with rack and subscribed topics, each under
+  two names. `member_id` is the one the assignor sees: a Java leader keys its GroupSubscription by
+  member id (ConsumerCoordinator.onLeaderElected) and the KIP-848 coordinator its members, and the sticky
+  assignors break ties on that key. `member_key` (group_instance_id when static, else member_id) matches
+  the member with what it held before, since a static member rejoins under a new member id, and names it
+  in the output rows. A member whose subscription was not decoded (null) subscribes to the topics it was
+  given: the only subscription the records imply. A decoded empty one is kept: the member subscribed to
+  nothing.
 - owned: what the member held in the generation before (classic: its assignment; KIP-848: its target
   assignment, which is what the coordinator's assignor is given), with that generation's number.
 - topics: each topic any member held before or after, with its partition count taken as the highest
@@ -66,8 +70,7 @@ def _owner_rows(members: Column, group_protocol: Column) -> Column:
 
 def _subscription(member: Column, group_protocol: Column) -> Column:
     given = F.array_distinct(F.transform(held(member, group_protocol), lambda p: p["topic"]))
-    decoded = member["subscribed_topics"]
-    return F.array_sort(F.when(F.size(F.coalesce(decoded, F.array())) > 0, decoded).otherwise(given))
+    return F.array_sort(F.coalesce(member["subscribed_topics"], given))
 
 
 def _replay_member(
@@ -87,6 +90,7 @@ def _replay_member(
     )
     return F.struct(
         key.alias("member_key"),
+        member["member_id"].alias("member_id"),
         member["group_instance_id"].alias("instance_id"),
         member["rack_id"].alias("rack_id"),
         _subscription(member, group_protocol).alias("topics"),

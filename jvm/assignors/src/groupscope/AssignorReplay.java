@@ -49,8 +49,10 @@ import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignment
  * one output line per (rebalance, assignor). Kafka's code decides; this class only translates.
  *
  * <p>Input: {"key": any, "group_protocol": "classic"|"consumer", "group_id": s, "topics": [{"topic": s,
- * "partition_count": n, "topic_id": s|null}], "members": [{"member_key": s, "instance_id": s|null, "rack_id":
- * s|null, "topics": [s], "generation": n|null, "owned": [{"topic": s, "partition": n}]}]}. Classic groups go
+ * "partition_count": n, "topic_id": s|null}], "members": [{"member_key": s, "member_id": s|null, "instance_id":
+ * s|null, "rack_id": s|null, "topics": [s], "generation": n|null, "owned": [{"topic": s, "partition": n}]}]}.
+ * The assignors see each member under its member id, as a Java leader's GroupSubscription and the KIP-848
+ * coordinator key them (the sticky assignors break ties on it); the output names it by member_key. Classic groups go
  * through the consumer's range, roundrobin, sticky and cooperative-sticky exactly as a group leader calls them
  * (assign(Cluster, GroupSubscription)); consumer (KIP-848) groups through the coordinator's uniform and range.
  *
@@ -171,9 +173,9 @@ public final class AssignorReplay {
         }
         userData = own.subscriptionUserData(new HashSet<>(topics));
       }
-      subscriptions.put(member.get("member_key").asText(), subscription(topics, userData, List.of(), NO_GENERATION, member));
+      subscriptions.put(memberId(member), subscription(topics, userData, List.of(), NO_GENERATION, member));
     }
-    return assignments(leader.assign(cluster, new GroupSubscription(subscriptions)));
+    return byMemberKey(members, assignments(leader.assign(cluster, new GroupSubscription(subscriptions))));
   }
 
   private static Map<String, List<TopicPartition>> cooperativeAssign(
@@ -188,9 +190,9 @@ public final class AssignorReplay {
         own.onAssignment(new Assignment(owned.get(key)), metadata(groupId, generation, member));
       }
       java.nio.ByteBuffer userData = own.subscriptionUserData(new HashSet<>(topics));
-      subscriptions.put(key, subscription(topics, userData, owned.get(key), generation, member));
+      subscriptions.put(memberId(member), subscription(topics, userData, owned.get(key), generation, member));
     }
-    return assignments(new CooperativeStickyAssignor().assign(cluster, new GroupSubscription(subscriptions)));
+    return byMemberKey(members, assignments(new CooperativeStickyAssignor().assign(cluster, new GroupSubscription(subscriptions))));
   }
 
   private static Subscription subscription(
@@ -201,7 +203,22 @@ public final class AssignorReplay {
   }
 
   private static ConsumerGroupMetadata metadata(String groupId, int generation, JsonNode member) {
-    return new ConsumerGroupMetadata(groupId, generation, member.get("member_key").asText(), optional(member, "instance_id"));
+    return new ConsumerGroupMetadata(groupId, generation, memberId(member), optional(member, "instance_id"));
+  }
+
+  /** The name the assignors know a member by: its member id, or its key where no id was given. */
+  private static String memberId(JsonNode member) {
+    return optional(member, "member_id").orElseGet(() -> member.get("member_key").asText());
+  }
+
+  /** Assignments by member id -> by member_key (a key that two members share gets both their partitions). */
+  private static Map<String, List<TopicPartition>> byMemberKey(JsonNode members, Map<String, List<TopicPartition>> byId) {
+    Map<String, List<TopicPartition>> result = new TreeMap<>();
+    for (JsonNode member : members) {
+      List<TopicPartition> assigned = byId.get(memberId(member));
+      if (assigned != null) result.computeIfAbsent(member.get("member_key").asText(), ignored -> new ArrayList<>()).addAll(assigned);
+    }
+    return result;
   }
 
   private static Map<String, List<TopicPartition>> assignments(ConsumerPartitionAssignor.GroupAssignment group) {
@@ -223,18 +240,18 @@ public final class AssignorReplay {
     Map<Uuid, Map<Integer, String>> owners = new HashMap<>();
     Set<Set<Uuid>> distinctSubscriptions = new HashSet<>();
     for (JsonNode member : rebalance.get("members")) {
-      String key = member.get("member_key").asText();
+      String id = memberId(member);
       Set<Uuid> subscribed = new TreeSet<>();
       for (String topic : strings(member.get("topics"))) if (ids.containsKey(topic)) subscribed.add(ids.get(topic));
       distinctSubscriptions.add(subscribed);
       Map<Uuid, Set<Integer>> held = new HashMap<>();
       for (TopicPartition partition : partitions(member.get("owned"))) {
-        Uuid id = ids.get(partition.topic());
-        if (id == null) continue;
-        held.computeIfAbsent(id, ignored -> new HashSet<>()).add(partition.partition());
-        owners.computeIfAbsent(id, ignored -> new HashMap<>()).put(partition.partition(), key);
+        Uuid topicId = ids.get(partition.topic());
+        if (topicId == null) continue;
+        held.computeIfAbsent(topicId, ignored -> new HashSet<>()).add(partition.partition());
+        owners.computeIfAbsent(topicId, ignored -> new HashMap<>()).put(partition.partition(), id);
       }
-      members.put(key, new MemberSubscriptionAndAssignmentImpl(
+      members.put(id, new MemberSubscriptionAndAssignmentImpl(
           optional(member, "rack_id"), optional(member, "instance_id"), subscribed,
           new org.apache.kafka.coordinator.group.modern.Assignment(held)));
     }
@@ -254,7 +271,7 @@ public final class AssignorReplay {
       entry.getValue().partitions().forEach((id, numbers) -> numbers.forEach(n -> partitions.add(new TopicPartition(names.get(id), n))));
       result.put(entry.getKey(), partitions);
     }
-    return result;
+    return byMemberKey(rebalance.get("members"), result);
   }
 
   /** A stable stand-in id for a topic whose id the records did not give (classic groups never do). */
