@@ -8,7 +8,7 @@
 # warehouse (conf/s3.toml, docs/s3.md) needs the credential variables its file names in the environment.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" job
 config_args=()
 # spark-sql's own --conf takes key=value; an environment file is a path.
 if [[ "${1:-}" == "--conf" && "${2:-}" != *=* ]]; then config_args+=(--conf "$(realpath -m "$2")"); shift 2; fi

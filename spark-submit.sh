@@ -3,7 +3,7 @@
 #   JOB is one of the jobs listed in jobs/__init__.py (run with no JOB to see them); job args are
 #   listed by JOB --help. --master defaults to $GROUPSCOPE_MASTER, else local[2]. Any Spark master
 #   works (spark://, yarn, k8s://): the code travels to executors as a zip (--py-files), the jars with --jars.
-# The first run installs what is missing (scripts/bootstrap.sh); later runs need no network.
+# The first run installs what is missing (`scripts/bootstrap.sh job`); later runs need no network.
 # --verbose shows Spark's own info lines on the console (they always go to logs/spark-*.log).
 # Exit codes: 0 succeeded, 1 failed, 2 wrong command line (nothing ran), 75 refused (retry later).
 set -euo pipefail
@@ -11,7 +11,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 master="${GROUPSCOPE_MASTER:-local[2]}"
 if [[ "${1:-}" == "--master" ]]; then master="$2"; shift 2; fi
 
-GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" job
 
 # --verbose (anywhere among the job's arguments) shows Spark's info lines on the console too; they
 # always go to logs/spark-<time>-<pid>.log.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suite: ./test.sh [unit|spark|integration] [pytest args]. With no kind, every test.
-# Installs what it needs first (scripts/bootstrap.sh: Python venv, Spark/Delta jars, Kafka broker jars).
+# Installs what the suite needs first (`scripts/bootstrap.sh tests`: every part, the lab's Kafka lines and the browser).
 #
 # The whole suite runs the integration tests (brokers, spark-submit runs, Airflow, S3) in one pytest process
 # and the in-process Spark tests (unit, spark) beside it in two pytest-xdist workers, each with its own
@@ -10,7 +10,7 @@
 # output follows the other's.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-"$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" tests
 cd "$root"
 pytest="$root/.venv/bin/pytest"
 case "${1:-}" in

@@ -68,7 +68,7 @@ def _java() -> str:
 def replay_lines(lines: list[str]) -> list[str]:
     """Replay input lines -> result lines (one per rebalance and assignor), by Kafka's assignors."""
     if not (JARS / "groupscope-assignors.jar").exists():
-        raise ReplayFailed(f"{JARS}/groupscope-assignors.jar is missing: run scripts/bootstrap.sh")
+        raise ReplayFailed(f"{JARS}/groupscope-assignors.jar is missing: run scripts/bootstrap.sh job")
     command = [
         _java(),
         "-Xmx256m",

@@ -64,7 +64,7 @@ def _copy_assets(site: Path) -> None:
     for source, target in ECHARTS_FILES.items():
         path = ECHARTS_PACKAGE / source
         if not path.is_file():
-            raise ReportSiteError(f"{path} is missing: run scripts/bootstrap.sh (it installs the report's ECharts)")
+            raise ReportSiteError(f"{path} is missing: run scripts/bootstrap.sh job (it installs the report's ECharts)")
         shutil.copyfile(path, assets / target)
     for path in ASSETS.iterdir():
         shutil.copyfile(path, assets / path.name)

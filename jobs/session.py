@@ -44,7 +44,7 @@ S3_JARS_DIR = REPO_ROOT / "jvm" / "s3" / "jars"
 def spark_jars() -> list[str]:
     jars = sorted(str(path) for path in SPARK_JARS_DIR.glob("*.jar"))
     if not jars:
-        raise RuntimeError(f"no Spark jars in {SPARK_JARS_DIR}: run scripts/bootstrap.sh first")
+        raise RuntimeError(f"no Spark jars in {SPARK_JARS_DIR}: run scripts/bootstrap.sh job first")
     return jars + sorted(str(path) for path in S3_JARS_DIR.glob("*.jar"))
 
 

@@ -81,7 +81,7 @@ def classpath(version: str) -> str:
         raise BrokerError(f"unknown lab Kafka line {version!r}; known: {', '.join(KAFKA_VERSIONS)}")
     jars = JARS[version]
     if not any(jars.glob("kafka_2.13-*.jar")):
-        raise BrokerError(f"Kafka {KAFKA_VERSIONS[version]} jars are missing in {jars}: run scripts/bootstrap.sh")
+        raise BrokerError(f"Kafka {KAFKA_VERSIONS[version]} jars are missing in {jars}: run scripts/bootstrap.sh lab")
     return f"{jars}/*"
 
 

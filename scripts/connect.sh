@@ -27,7 +27,7 @@ start() {
   mkdir -p "$dir"
   if running; then say "already running (pid $(cat "$pid_file")) on sc://$bind:$port"; return 0; fi
   accepts "$bind" "$port" && fail "port $port is taken: set GROUPSCOPE_CONNECT_PORT to a free one"
-  GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+  "$root/scripts/bootstrap.sh" job
   local jars driver_class_path
   jars="$(ls "$root"/jvm/spark/jars/*.jar "$root"/jvm/s3/jars/*.jar | paste -sd,)"
   # On the driver's class path too: the extensions are instantiated when the server's first session is

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local S3-compatible server for trying groupscope on object storage (docs/s3.md) and for the tests:
-# s3proxy from Maven Central (jvm/s3proxy, fetched by scripts/bootstrap.sh), on loopback, keeping its
+# s3proxy from Maven Central (jvm/s3proxy, fetched by `scripts/bootstrap.sh s3proxy`), on loopback, keeping its
 # objects in a local folder (each bucket a subfolder).
 #   scripts/s3proxy.sh start    start it, create the bucket, wait until it answers; prints the endpoint
 #   scripts/s3proxy.sh stop     stop it (the objects stay in the folder)
@@ -23,7 +23,9 @@ start() {
   if running; then echo "s3proxy: already running (pid $(cat "$pid_file")) on http://127.0.0.1:$port" >&2; return 0; fi
   : "${GROUPSCOPE_S3_ACCESS_KEY:?set GROUPSCOPE_S3_ACCESS_KEY (the access key id the server accepts)}"
   : "${GROUPSCOPE_S3_SECRET_KEY:?set GROUPSCOPE_S3_SECRET_KEY (the secret key the server accepts)}"
-  [[ -d "$jars" ]] || GROUPSCOPE_SKIP_KAFKA_JARS=0 "$root/scripts/bootstrap.sh"
+  # Its own release only: a server started from a fresh clone fetches one jar, not the lab's Kafka lines.
+  if [[ -z "${GROUPSCOPE_S3PROXY_JARS:-}" ]]; then "$root/scripts/bootstrap.sh" s3proxy; fi
+  [[ -d "$jars" ]] || { echo "s3proxy: no s3proxy release in $jars (GROUPSCOPE_S3PROXY_JARS)" >&2; exit 1; }
   local jar
   jar="$(ls "$jars"/s3proxy-*-jar-with-dependencies.jar | head -1)"
   mkdir -p "$dir/$bucket"  # the filesystem backend's buckets are its folders

@@ -26,7 +26,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" job
 # Spark's jars, and Hadoop's S3A with the AWS SDK modules it calls (s3a:// warehouses, docs/s3.md). On the
 # driver's own class path too: each JDBC session resolves Delta's catalog through a class loader that
 # does not see --jars. On S3 the credentials reach the JVM only through its environment (the settings

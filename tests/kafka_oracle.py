@@ -33,7 +33,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 def run_dump_log_segments(files: Sequence[Path], version: str = "4") -> str:
     jars = JARS[version]
     if not any(jars.glob("*.jar")):
-        raise AssertionError(f"Kafka {version} jars missing in {jars}: run scripts/bootstrap.sh")
+        raise AssertionError(f"Kafka {version} jars missing in {jars}: run scripts/bootstrap.sh lab")
     command = [
         "java",
         "-cp",

@@ -66,7 +66,7 @@ def build_app(line: str, workdir: Path) -> Path:
     """javac LabStreamsApp.java against Kafka Streams of the broker's `line`; returns the classes directory."""
     jars = STREAMS_JARS[line]
     if not any(jars.glob("kafka-streams-*.jar")):
-        raise ScenarioError(f"Kafka Streams jars are missing in {jars}: run scripts/bootstrap.sh")
+        raise ScenarioError(f"Kafka Streams jars are missing in {jars}: run scripts/bootstrap.sh lab")
     classes = workdir / "streams-classes"
     shutil.rmtree(classes, ignore_errors=True)
     command = ["javac", "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{jars}/*", str(SOURCE)]

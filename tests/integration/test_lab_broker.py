@@ -27,7 +27,7 @@ METADATA = "lab-test:batch-1"
 
 def test_kafka_jars_are_installed():
     for line, jars in JARS.items():
-        assert any(jars.glob("kafka_2.13-*.jar")), f"Kafka {line} jars missing in {jars}: run scripts/bootstrap.sh"
+        assert any(jars.glob("kafka_2.13-*.jar")), f"Kafka {line} jars missing in {jars}: run scripts/bootstrap.sh lab"
 
 
 @pytest.fixture(scope="module")
