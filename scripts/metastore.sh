@@ -5,20 +5,26 @@
 #   scripts/metastore.sh start    install what is missing, start PostgreSQL and the metastore, wait until it serves
 #   scripts/metastore.sh stop     stop both (their data stays in the folder)
 #   scripts/metastore.sh status   exit 0 when both run
-# Settings (environment): GROUPSCOPE_METASTORE_PORT (9083, the thrift port), GROUPSCOPE_METASTORE_DB_PORT
-# (54329, PostgreSQL's), GROUPSCOPE_METASTORE_DIR (build/metastore), GROUPSCOPE_METASTORE_HEAP (256m).
+# Settings (environment): GROUPSCOPE_METASTORE_PORT (9083, the thrift port), GROUPSCOPE_METASTORE_BIND
+# (127.0.0.1: the address the thrift port listens on; the service has no authentication, so give another
+# address only on a network you trust), GROUPSCOPE_METASTORE_DB_PORT (54329, PostgreSQL's, always on
+# loopback), GROUPSCOPE_METASTORE_DIR (build/metastore), GROUPSCOPE_METASTORE_HEAP (256m).
 # The PostgreSQL password of the metastore's role is read from GROUPSCOPE_METASTORE_DB_PASSWORD at each start:
 # it reaches PostgreSQL through a pipe and the service through its environment (its site file names the
 # variable, ${env.GROUPSCOPE_METASTORE_DB_PASSWORD}), never a file, a command line or a log.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port="${GROUPSCOPE_METASTORE_PORT:-9083}"
+bind="${GROUPSCOPE_METASTORE_BIND:-127.0.0.1}"
+# Where this script, and the service's own site file, reach it: the bound address, or loopback for a wildcard.
+case "$bind" in 0.0.0.0 | ::) host=127.0.0.1 ;; *) host="$bind" ;; esac
 db_port="${GROUPSCOPE_METASTORE_DB_PORT:-54329}"
 dir="$(realpath -m "${GROUPSCOPE_METASTORE_DIR:-$root/build/metastore}")"
 heap="${GROUPSCOPE_METASTORE_HEAP:-256m}"
 password_env=GROUPSCOPE_METASTORE_DB_PASSWORD
 jars="$root/jvm/metastore/jars"
 release="apache-hive-metastore-3.1.3-bin"
+launcher_jar="$jars/groupscope-metastore.jar"
 data="$dir/postgres"
 pid_file="$dir/metastore.pid"
 db_role=groupscope
@@ -34,13 +40,34 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 psql_local() { as_db_owner "$(pg_bin)/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$db_port" "$@"; }
 running() { [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; }
 postgres_running() { [[ -f "$data/PG_VERSION" ]] && as_db_owner "$(pg_bin)/pg_ctl" -D "$data" status >/dev/null 2>&1; }
-accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+accepts() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
+
+install_postgres() {
+  [[ -n "$(pg_bin)" ]] && return
+  ((EUID == 0)) || fail "PostgreSQL is not installed: run 'apt-get install postgresql' as root"
+  say "installing PostgreSQL from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q postgresql >"$dir/apt.log" 2>&1 || { apt-get update -q && apt-get install -y -q postgresql; } >>"$dir/apt.log" 2>&1 ||
+    { tail -5 "$dir/apt.log" >&2; fail "apt-get install postgresql failed (log: $dir/apt.log)"; }
+}
 
 install_metastore() {
-  # Its part of bootstrap: the venv (pyspark's Hadoop jars), the release's jars and Debian's PostgreSQL.
-  "$root/scripts/bootstrap.sh" metastore
+  GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh" metastore
   if [[ ! -d "$jars/$release/lib" ]]; then
     tar -xzf "$jars"/hive-standalone-metastore-*-bin.tar.gz -C "$jars"
+  fi
+  # groupscope's entry point to the service (jvm/metastore/src: Hive 3.1 itself cannot listen on one
+  # address), compiled against the release's jars as the other Java in jvm/ is by scripts/bootstrap.sh.
+  local want classes
+  want="$(sha256sum "$root"/jvm/metastore/src/groupscope/*.java | sha256sum | cut -c1-16)"
+  if [[ ! -f "$launcher_jar" || "$(cat "$jars/.launcher-stamp" 2>/dev/null)" != "$want" ]]; then
+    command -v javac >/dev/null || fail "javac not found: install a Java 17 JDK, not only a JRE"
+    classes="$(mktemp -d)"
+    javac -nowarn -XDsuppressNotes --release 17 -cp "$(class_path)" -d "$classes" "$root"/jvm/metastore/src/groupscope/*.java
+    jar cf "$launcher_jar.new" -C "$classes" groupscope
+    mv -f "$launcher_jar.new" "$launcher_jar"
+    rm -rf "$classes"
+    echo "$want" >"$jars/.launcher-stamp"
   fi
 }
 
@@ -92,7 +119,7 @@ write_site() {
 <!-- Written by scripts/metastore.sh at each start; the password is the variable's name, read by the service. -->
 <configuration>
   <property><name>metastore.thrift.port</name><value>$port</value></property>
-  <property><name>metastore.thrift.uris</name><value>thrift://127.0.0.1:$port</value></property>
+  <property><name>metastore.thrift.uris</name><value>thrift://$host:$port</value></property>
   <property><name>javax.jdo.option.ConnectionDriverName</name><value>org.postgresql.Driver</value></property>
   <property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:postgresql://127.0.0.1:$db_port/$db_name</value></property>
   <property><name>javax.jdo.option.ConnectionUserName</name><value>$db_role</value></property>
@@ -120,25 +147,27 @@ init_schema() {
 
 start() {
   mkdir -p "$dir"
-  if running; then say "already running (pid $(cat "$pid_file")) on thrift://127.0.0.1:$port"; return 0; fi
+  if running; then say "already running (pid $(cat "$pid_file")) on thrift://$host:$port"; return 0; fi
   [[ -n "${!password_env:-}" ]] || fail "set $password_env (the password of PostgreSQL's role $db_role, kept by the service's database)"
   export "${password_env?}"
+  install_postgres
   install_metastore
   start_postgres
   write_site
   init_schema
-  accepts "$port" && fail "port $port is taken: set GROUPSCOPE_METASTORE_PORT to a free one"
-  # Hive 3.1 has no setting for the address it listens on (metastore.thrift.bind.host came with Hive 4):
-  # the service takes the port on every interface. Detached from this shell, its log beside the data.
+  accepts "$port" "$host" && fail "port $port is taken: set GROUPSCOPE_METASTORE_PORT to a free one"
+  # On $bind only, through groupscope's entry point (jvm/metastore/src): Hive 3.1's HiveMetaStore has no
+  # setting for the address and takes the port on every interface. Detached from this shell, its log
+  # beside the data.
   METASTORE_HOME="$jars/$release" setsid java "-Xmx$heap" \
     "-Dlog4j.configurationFile=$jars/$release/conf/metastore-log4j2.properties" \
     "-Dmetastore.log.dir=$dir" -Dmetastore.log.file=metastore.log \
-    -cp "$(class_path)" org.apache.hadoop.hive.metastore.HiveMetaStore -p "$port" >"$dir/metastore.out" 2>&1 &
+    -cp "$(class_path):$launcher_jar" groupscope.BoundMetaStore "$bind" "$port" >"$dir/metastore.out" 2>&1 &
   echo $! >"$pid_file"
   # The service binds its port only after it has connected to PostgreSQL and checked the schema version:
   # a connection accepted by our process is a service that answers.
   local deadline=$((SECONDS + start_timeout_s))
-  until accepts "$port"; do
+  until accepts "$port" "$host"; do
     if ! running; then
       say "the service exited while starting; its log ($dir/metastore.log) ends:"
       tail -n 5 "$dir/metastore.log" "$dir/metastore.out" >&2 || true
@@ -148,7 +177,7 @@ start() {
     if ((SECONDS > deadline)); then say "no answer on port $port after ${start_timeout_s}s"; stop; exit 1; fi
     sleep 0.2
   done
-  echo "metastore: thrift://127.0.0.1:$port (pid $(cat "$pid_file")), tables in PostgreSQL on 127.0.0.1:$db_port, data in $dir"
+  echo "metastore: thrift://$host:$port, listening on $bind (pid $(cat "$pid_file")), tables in PostgreSQL on 127.0.0.1:$db_port, data in $dir"
 }
 
 stop() {
@@ -168,7 +197,7 @@ stop() {
 
 status() {
   local code=0
-  if running; then echo "service: running (pid $(cat "$pid_file")), thrift://127.0.0.1:$port"; else echo "service: stopped"; code=3; fi
+  if running; then echo "service: running (pid $(cat "$pid_file")), thrift://$host:$port"; else echo "service: stopped"; code=3; fi
   if [[ -n "$(pg_bin)" ]] && postgres_running; then echo "PostgreSQL: running, data in $data"; else echo "PostgreSQL: stopped"; code=3; fi
   return "$code"
 }

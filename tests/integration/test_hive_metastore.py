@@ -1,7 +1,8 @@
 """A Hive metastore service shared at once (issue 18 §2, docs/hive.md): scripts/metastore.sh starts the
-Hive 3.1.3 standalone metastore on a private PostgreSQL; while one real `spark-submit.sh nightly` of the
-sample writes through it, `./spark-sql.sh` reads a table the nightly has written and beeline asks the Thrift
-server, all three on the one service. With the embedded Derby metastore the second of them exits 75.
+Hive 3.1.3 standalone metastore on a private PostgreSQL, listening on loopback only (issue 71 §2); while one
+real `spark-submit.sh nightly` of the sample writes through it, `./spark-sql.sh` reads a table the nightly has
+written and beeline asks the Thrift server, all three on the one service. With the embedded Derby metastore
+the second of them exits 75.
 
 One module fixture runs everything once: first a nightly named a port where no service listens (same
 warehouse and database: it must fail in bounded time naming the URI and leave nothing behind) while the
@@ -28,6 +29,7 @@ from tests.background_runs import LOOPBACK, Process, spark_environment, wait_unt
 from tests.conftest import REPO_ROOT
 from tests.integration.test_thriftserver import accepts_connections
 from tests.kill import progress_lines
+from tests.listening import listening_addresses
 from tests.s3_runs import SAMPLE, Run, free_port
 from tests.small_data import toml_lines
 
@@ -127,6 +129,7 @@ def shared(tmp_path_factory):
         started = service.script("start", INSTALL_TIMEOUT_SECONDS)
         assert started.returncode == 0, f"scripts/metastore.sh start failed:\n{started.stdout}\n{started.stderr}"
         answered_at_start = accepts_connections(service.port)  # start returns once the service answers
+        service_listening = listening_addresses(int((folder / "metastore.pid").read_text()))
         bad_code, bad_output, bad_seconds = unreachable_result.result()
         nightly = Run.start("nightly", conf, work / "nightly.out", {})
         runs.append(nightly)
@@ -160,6 +163,7 @@ def shared(tmp_path_factory):
         yield {
             "service": service,
             "answered_at_start": answered_at_start,
+            "service_listening": service_listening,
             "status": service.script("status"),
             "nightly": (nightly_code, nightly_output, nightly_seconds),
             "running_after_spark_sql": running_after_spark_sql,
@@ -195,6 +199,11 @@ def csv_rows(output: str) -> list[list[str]]:
 def test_the_service_answers_when_start_returns(shared):
     assert shared["answered_at_start"]
     assert shared["status"].returncode == 0, shared["status"].stdout + shared["status"].stderr
+
+
+def test_the_service_listens_on_loopback_only(shared):
+    # Hive 3.1's own entry point took the port on every interface (issue 71 §2).
+    assert shared["service_listening"] == {(LOOPBACK, shared["service"].port)}
 
 
 def test_the_nightly_writes_its_tables_through_the_service(shared):
