@@ -1,6 +1,7 @@
 """Real S3-compatible servers on loopback for tests/integration/test_s3.py, started and stopped with the
-users' own script (scripts/s3proxy.sh), and `spark-submit.sh` runs against them with an environment file
-written per run (conf/s3.toml's settings pointing at the server).
+users' own script (scripts/s3proxy.sh), and `spark-submit.sh` runs against them: with conf/s3.toml as
+shipped (the documented setup: its server's port, its metastore folder in the checkout), or with an
+environment file written per run (conf/s3.toml's settings pointing at another server or warehouse).
 
 The key pair is made up per session and reaches the server and the runs only through environment
 variables, the way conf/s3.toml names them.
@@ -8,6 +9,7 @@ variables, the way conf/s3.toml names them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,9 +18,12 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from jobs.config import Config, load_config
 from lab.broker import free_port
 from tests.conftest import REPO_ROOT
 from tests.small_data import toml_lines
@@ -27,6 +32,33 @@ BUCKET = "groupscope"
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "GROUPSCOPE_S3_ACCESS_KEY", "GROUPSCOPE_S3_SECRET_KEY"
 SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
 RUN_TIMEOUT_SECONDS = 1500  # a nightly of the sample into s3proxy took 516 s at load 12 on two cores
+SHIPPED_CONF = REPO_ROOT / "conf" / "s3.toml"
+
+
+def shipped_setup() -> Config:
+    """conf/s3.toml as shipped, read as the jobs read it (its metastore folder is `warehouse_dir`)."""
+    return load_config(SHIPPED_CONF)
+
+
+def endpoint_port(config: Config) -> int:
+    return urlsplit(config.section("storage")["s3"]["endpoint"]).port
+
+
+@contextlib.contextmanager
+def emptied_for_the_test(folder: Path) -> Iterator[Path]:
+    """`folder` in the checkout (conf/s3.toml's metastore folder) absent while the test runs, and removed
+    after it: a folder the user's own runs left there is moved aside into build/ and put back."""
+    aside = REPO_ROOT / "build" / f"{folder.name}.set-aside-by-test_s3"
+    assert not aside.exists(), f"{aside} holds {folder} from an earlier test run that ended early: move it back"
+    if folder.exists():
+        aside.parent.mkdir(exist_ok=True)
+        folder.rename(aside)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if aside.exists():
+            aside.rename(folder)
 
 
 def new_credentials() -> dict[str, str]:
@@ -146,8 +178,8 @@ class Run:
     waiter: threading.Thread | None = None
 
     @classmethod
-    def start(cls, job: str, conf: Path, log: Path, credentials: dict[str, str]) -> Run:
-        command = [str(REPO_ROOT / "spark-submit.sh"), job, "--conf", str(conf)]
+    def start(cls, job: str, conf: Path, log: Path, credentials: dict[str, str], *job_args: str) -> Run:
+        command = [str(REPO_ROOT / "spark-submit.sh"), job, "--conf", str(conf), *job_args]
         with open(log, "wb") as output:
             popen = subprocess.Popen(
                 command,

@@ -3,8 +3,9 @@ against `scripts/thriftserver.sh`, each opening a warehouse a nightly wrote into
 nightly's environment file and the key pair in the environment only.
 
 While a launcher runs, the command line of every process in its process group (what `ps` shows: the
-launcher scripts, jobs.sql_launch, Spark's launcher and the JVM) is read from /proc at short intervals,
-so the test can check that no secret was on any of them and that the JVM's own was among them.
+launcher scripts, jobs.sql_launch, Spark's launcher and the JVM) and the addresses they listen on are
+read from /proc at short intervals, so the test can check that no secret was on any of them, that the
+JVM's own was among them, and where spark-sql's driver listened.
 """
 
 from __future__ import annotations
@@ -18,20 +19,22 @@ from pathlib import Path
 from tests.background_runs import LOOPBACK, Process, spark_environment, wait_until
 from tests.conftest import REPO_ROOT
 from tests.integration.test_thriftserver import accepts_connections
+from tests.listening import listening_addresses
 from tests.s3_runs import free_port
 
 SAMPLE_EVERY_SECONDS = 0.25
 SHELL_TIMEOUT_SECONDS = 600  # spark-sql on s3proxy took 75 s at load 7; a JVM start is slower under a full suite
 
 
-def group_command_lines(group: int) -> set[str]:
-    """The command lines of the processes in process group `group`, as `ps` would show them."""
-    lines = set()
+def group_command_lines(group: int) -> dict[int, str]:
+    """The command lines of the processes in process group `group`, as `ps` would show them, by pid."""
+    lines = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             state_ppid_pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
             if int(state_ppid_pgrp[2]) == group:
-                lines.add((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                command_line = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                lines[int(stat.parent.name)] = command_line
         except (OSError, IndexError, ValueError):
             continue  # a process that ended while it was read
     return lines
@@ -43,6 +46,7 @@ class Watched:
 
     process: Process
     command_lines: set[str] = field(default_factory=set)
+    listening: set[tuple[str, int]] = field(default_factory=set)  # (host, port) its processes listened on
 
     @classmethod
     def start(cls, name: str, command: list[str], log: Path, env: dict[str, str]) -> Watched:
@@ -52,7 +56,9 @@ class Watched:
 
     def _gather(self) -> None:
         while self.process.popen.poll() is None:
-            self.command_lines |= group_command_lines(self.process.popen.pid)
+            processes = group_command_lines(self.process.popen.pid)
+            self.command_lines |= set(processes.values())
+            self.listening |= {address for pid in processes for address in listening_addresses(pid)}
             time.sleep(SAMPLE_EVERY_SECONDS)  # sampling `ps`; nothing waits on it
 
     def finish(self) -> tuple[int, str]:
@@ -83,11 +89,13 @@ def read_with_the_shells(
     beeline itself gets no credentials: only the server reads the bucket."""
     began = time.monotonic()
     environment = spark_environment(work)
+    # Without the tests' SPARK_LOCAL_IP: the addresses spark-sql's driver listens on are the launcher's choice.
+    spark_sql_environment = {key: value for key, value in environment.items() if key != "SPARK_LOCAL_IP"}
     spark_sql = Watched.start(
         "spark-sql",
         [str(REPO_ROOT / "spark-sql.sh"), "--conf", str(spark_sql_conf), "-e", query],
         work / "spark-sql.out",
-        {**environment, **credentials},
+        {**spark_sql_environment, **credentials},
     )
     port = free_port()
     thrift_command = [str(REPO_ROOT / "scripts" / "thriftserver.sh"), "--conf", str(thrift_conf), "--port", str(port)]

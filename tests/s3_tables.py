@@ -3,7 +3,11 @@ the tables whose rows differ between them (tests/delta_compare.py's row comparis
 the row count of every SQL view of the first one, read through its own metastore, and the rows of one
 view (TIMELINE_QUERY).
 
-    python -m tests.s3_tables CONF EXPECTED_WAREHOUSE ACTUAL_WAREHOUSE
+    python -m tests.s3_tables CONF EXPECTED_WAREHOUSE ACTUAL_WAREHOUSE [EXPECTED_INPUTS ACTUAL_INPUTS]
+
+EXPECTED_INPUTS and ACTUAL_INPUTS: the segment folders each warehouse was written from, when they differ
+(the same files in the bucket and in the checkout); the rows name each record's file, so the expected
+rows are compared with EXPECTED_INPUTS in those names read as ACTUAL_INPUTS.
 
 Run as a process of its own: its session is built by the jobs' factory from CONF (the S3 settings,
 credentials from the environment, the embedded metastore that holds the views), which the test
@@ -40,7 +44,7 @@ def delta_tables(spark, warehouse: str, database: str) -> dict[str, str]:
     return tables
 
 
-def main(conf: str, expected: str, actual: str) -> dict:
+def main(conf: str, expected: str, actual: str, expected_inputs: str = "", actual_inputs: str = "") -> dict:
     config = load_config(Path(conf))
     spark = build_session(config, "groupscope-s3-compare")
     try:
@@ -48,7 +52,10 @@ def main(conf: str, expected: str, actual: str) -> dict:
         actual_tables = delta_tables(spark, actual, config.database)
         differing = sorted(expected_tables.keys() ^ actual_tables.keys())
         for name in sorted(expected_tables.keys() & actual_tables.keys()):
-            if table_rows(spark, expected_tables[name]) != table_rows(spark, actual_tables[name]):
+            expected_rows = sorted(
+                row.replace(expected_inputs, actual_inputs) for row in table_rows(spark, expected_tables[name])
+            )
+            if expected_rows != table_rows(spark, actual_tables[name]):
                 differing.append(name)
         views = {name: spark.table(f"{config.database}.{name}").count() for name in VIEWS}
         timeline = sorted(row[0] for row in spark.sql(TIMELINE_QUERY).collect())
@@ -58,4 +65,4 @@ def main(conf: str, expected: str, actual: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:4])))
+    print(json.dumps(main(*sys.argv[1:6])))

@@ -1,7 +1,6 @@
 """groupscope on S3 API object storage (issue 18 §1, docs/s3.md), against real S3-compatible servers on
 loopback: s3proxy 4.1.0 (conditional writes) and 2.6.0 (ignores If-None-Match), started with
-scripts/s3proxy.sh, and real `spark-submit.sh nightly` runs with the warehouse and the segment inputs
-in the bucket.
+scripts/s3proxy.sh, and real `spark-submit.sh` runs with the warehouse in the bucket.
 
 One module fixture runs everything, in two rounds of runs side by side (the machine has two cores):
   1. a wrong endpoint, wrong credentials, the store without conditional writes, S3A told the store has
@@ -10,14 +9,21 @@ One module fixture runs everything, in two rounds of runs side by side (the mach
   2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), once the two
      failures aimed at a have ended, and b run again once it was killed;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
-views of a's metastore read its tables; last, side by side, `./spark-sql.sh` on a and beeline asking the
-Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read.
+views of a's metastore read its tables; then, side by side, `./spark-sql.sh` on a and beeline asking the
+Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read; last,
+a `forget` of one segment file on b.
+
+Warehouse b is the documented setup (issue 71 §1): every job on it (the killed nightly, its rerun, the
+Thrift server, the forget) is given conf/s3.toml exactly as shipped, with the store on its endpoint's port
+and its embedded metastore in the checkout's `warehouse-s3-metastore`. Every job after the first re-opens
+that Derby database. a reads the segments from the bucket; b, as shipped, from the checkout.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -30,17 +36,22 @@ import pytest
 from jobs.locks import EXIT_BUSY
 from jobs.steps.views import VIEWS
 from tests.conftest import REPO_ROOT
+from tests.integration.test_thriftserver import accepts_connections
 from tests.kill import run_until_progress_line
 from tests.s3_runs import (
     BUCKET,
     RUN_TIMEOUT_SECONDS,
     SAMPLE,
     SECRET_KEY_ENV,
+    SHIPPED_CONF,
     Run,
     S3Server,
+    emptied_for_the_test,
+    endpoint_port,
     environment_file,
     free_port,
     new_credentials,
+    shipped_setup,
 )
 from tests.s3_shells import printed_rows, read_with_the_shells
 from tests.s3_tables import TIMELINE_HEADER, TIMELINE_QUERY
@@ -51,6 +62,7 @@ KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one
 FAILURE_BOUND_SECONDS = 240
 COMPARE_TIMEOUT_SECONDS = 900
 DECLARED = '"spark.hadoop.fs.s3a.create.conditional.enabled" = "false"\n'
+FORGOTTEN_SEGMENT = str(SAMPLE / "segments" / "__consumer_offsets-32" / "00000000000000000000.log")
 
 
 @dataclass
@@ -70,81 +82,91 @@ def finished(run: Run) -> Outcome:
 def s3(tmp_path_factory):
     work = tmp_path_factory.mktemp("s3")
     credentials = new_credentials()
-    store = S3Server(work / "store", credentials).start()
-    legacy = S3Server(work / "legacy", credentials, jars=REPO_ROOT / "jvm" / "s3proxy-2.6" / "jars").start()
-    try:
-        segments = store.put_folder(SAMPLE / "segments", "inputs/segments")
+    shipped = shipped_setup()
+    assert not accepts_connections(endpoint_port(shipped)), (
+        f"conf/s3.toml's endpoint {shipped.section('storage')['s3']['endpoint']} is taken: stop scripts/s3proxy.sh"
+    )
+    with emptied_for_the_test(shipped.warehouse_dir):
+        store = S3Server(work / "store", credentials, port=endpoint_port(shipped)).start()
+        legacy = S3Server(work / "legacy", credentials, jars=REPO_ROOT / "jvm" / "s3proxy-2.6" / "jars").start()
+        try:
+            yield run_everything(work, credentials, shipped, store, legacy)
+        finally:
+            store.stop()
+            legacy.stop()
 
-        def conf(name: str, warehouse: str, endpoint: str = store.endpoint, spark_conf: str = "") -> Path:
-            metastore = work / f"metastore-{name}"
-            return environment_file(work / f"{name}.toml", endpoint, warehouse, metastore, segments, spark_conf)
 
-        def start(
-            name: str, warehouse: str, endpoint: str = store.endpoint, env: dict | None = None, **conf_args
-        ) -> Run:
-            return Run.start(
-                "nightly", conf(name, warehouse, endpoint, **conf_args), work / f"{name}.out", env or credentials
-            )
+def run_everything(work: Path, credentials: dict, shipped, store: S3Server, legacy: S3Server) -> dict:
+    segments = store.put_folder(SAMPLE / "segments", "inputs/segments")
 
-        wrong_secret = {**credentials, SECRET_KEY_ENV: f"wrong-{secrets.token_urlsafe(16)}"}
-        first_round = {
-            "bad_endpoint": start("bad-endpoint", f"s3a://{BUCKET}/a", endpoint=f"http://127.0.0.1:{free_port()}"),
-            "bad_credentials": start("bad-credentials", f"s3a://{BUCKET}/a", env=wrong_secret),
-            "unguarded": start("unguarded", f"s3a://{BUCKET}/a", endpoint=legacy.endpoint),
-            # S3A's own declaration that a store has no conditional writes, on the store that has them.
-            "declared_unconditional": start("declared-unconditional", f"s3a://{BUCKET}/c", spark_conf=DECLARED),
-        }
-        killed_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf", str(conf("b", f"s3a://{BUCKET}/b"))]
-        killing = ThreadPoolExecutor(1)
-        killed = killing.submit(
-            run_until_progress_line,
-            killed_command, work / "b-killed.out", KILL_AT_PROGRESS_LINE, env={**os.environ, **credentials},
-        )  # fmt: skip
-        killing.shutdown(wait=False)
-        # Each run of the second round starts once the runs it must follow have ended, not once the whole
-        # first round has: the failures spend most of their time waiting out S3A's retries, and the killed
-        # run is slowest, so the machine would otherwise idle between the rounds.
-        results = {name: finished(first_round[name]) for name in ("bad_endpoint", "bad_credentials")}
-        warehouse_a_after_failures = sorted(
-            str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
+    def conf(name: str, warehouse: str, endpoint: str = store.endpoint, spark_conf: str = "") -> Path:
+        metastore = work / f"metastore-{name}"
+        return environment_file(work / f"{name}.toml", endpoint, warehouse, metastore, segments, spark_conf)
+
+    def start(name: str, warehouse: str, endpoint: str = store.endpoint, env: dict | None = None, **conf_args) -> Run:
+        return Run.start(
+            "nightly", conf(name, warehouse, endpoint, **conf_args), work / f"{name}.out", env or credentials
         )
-        second_round = {"a": start("a", f"s3a://{BUCKET}/a"), "rival": start("rival", f"s3a://{BUCKET}/a")}
-        killed_at = killed.result(RUN_TIMEOUT_SECONDS)
-        second_round["b_rerun"] = Run.start("nightly", work / "b.toml", work / "b-rerun.out", credentials)
-        results |= {name: finished(first_round[name]) for name in ("unguarded", "declared_unconditional")}
-        c_objects = sorted(str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "c").rglob("*"))
-        legacy_objects = sorted(
-            str(p.relative_to(legacy.folder)) for p in legacy.bucket_folder.rglob("*") if p.is_file()
-        )
-        results |= {name: finished(run) for name, run in second_round.items()}
 
-        winner = "a" if results["a"].code == 0 else "rival"
-        compare = subprocess.run(
-            [sys.executable, "-m", "tests.s3_tables", str(work / f"{winner}.toml"), f"s3a://{BUCKET}/a", f"s3a://{BUCKET}/b"],
-            capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, **credentials},
-            timeout=COMPARE_TIMEOUT_SECONDS,
-        )  # fmt: skip
-        (work / "shells").mkdir()
-        shells = read_with_the_shells(
-            work / "shells", work / f"{winner}.toml", work / "b.toml", TIMELINE_QUERY, credentials
-        )
-        yield {
-            "shells": shells,
-            "metastores": [work / f"metastore-{winner}", work / "metastore-b"],
-            "results": results,
-            "killed_at": killed_at,
-            "winner": winner,
-            "compare": compare,
-            "credentials": credentials,
-            "wrong_secret": wrong_secret[SECRET_KEY_ENV],
-            "warehouse_a_after_failures": warehouse_a_after_failures,
-            "legacy_objects": legacy_objects,
-            "c_objects": c_objects,
-            "endpoint": store.endpoint,
-        }
-    finally:
-        store.stop()
-        legacy.stop()
+    wrong_secret = {**credentials, SECRET_KEY_ENV: f"wrong-{secrets.token_urlsafe(16)}"}
+    first_round = {
+        "bad_endpoint": start("bad-endpoint", f"s3a://{BUCKET}/a", endpoint=f"http://127.0.0.1:{free_port()}"),
+        "bad_credentials": start("bad-credentials", f"s3a://{BUCKET}/a", env=wrong_secret),
+        "unguarded": start("unguarded", f"s3a://{BUCKET}/a", endpoint=legacy.endpoint),
+        # S3A's own declaration that a store has no conditional writes, on the store that has them.
+        "declared_unconditional": start("declared-unconditional", f"s3a://{BUCKET}/c", spark_conf=DECLARED),
+    }
+    # Warehouse b is the documented setup's: conf/s3.toml as shipped, its metastore in the checkout.
+    killed_command = [str(REPO_ROOT / "spark-submit.sh"), "nightly", "--conf", str(SHIPPED_CONF)]
+    killing = ThreadPoolExecutor(1)
+    killed = killing.submit(
+        run_until_progress_line,
+        killed_command, work / "b-killed.out", KILL_AT_PROGRESS_LINE, env={**os.environ, **credentials},
+    )  # fmt: skip
+    killing.shutdown(wait=False)
+    # Each run of the second round starts once the runs it must follow have ended, not once the whole
+    # first round has: the failures spend most of their time waiting out S3A's retries, and the killed
+    # run is slowest, so the machine would otherwise idle between the rounds.
+    results = {name: finished(first_round[name]) for name in ("bad_endpoint", "bad_credentials")}
+    warehouse_a_after_failures = sorted(
+        str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
+    )
+    second_round = {"a": start("a", f"s3a://{BUCKET}/a"), "rival": start("rival", f"s3a://{BUCKET}/a")}
+    killed_at = killed.result(RUN_TIMEOUT_SECONDS)
+    # The second job to open the shipped metastore: Derby re-opens the database the killed run created.
+    second_round["b_rerun"] = Run.start("nightly", SHIPPED_CONF, work / "b-rerun.out", credentials)
+    results |= {name: finished(first_round[name]) for name in ("unguarded", "declared_unconditional")}
+    c_objects = sorted(str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "c").rglob("*"))
+    legacy_objects = sorted(str(p.relative_to(legacy.folder)) for p in legacy.bucket_folder.rglob("*") if p.is_file())
+    results |= {name: finished(run) for name, run in second_round.items()}
+
+    winner = "a" if results["a"].code == 0 else "rival"
+    # a read the segments in the bucket, b those in the checkout: the same files under two names.
+    compare = subprocess.run(
+        [sys.executable, "-m", "tests.s3_tables", str(work / f"{winner}.toml"), f"s3a://{BUCKET}/a",
+         shipped.warehouse, segments, f"file:{shipped.segment_paths[0]}"],
+        capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, **credentials},
+        timeout=COMPARE_TIMEOUT_SECONDS,
+    )  # fmt: skip
+    (work / "shells").mkdir()
+    shells = read_with_the_shells(work / "shells", work / f"{winner}.toml", SHIPPED_CONF, TIMELINE_QUERY, credentials)
+    # The third job on the shipped metastore, once the Thrift server that held it has stopped.
+    forget = Run.start("forget", SHIPPED_CONF, work / "forget.out", credentials, "--source-file", FORGOTTEN_SEGMENT)
+    results["forget"] = finished(forget)
+    return {
+        "shells": shells,
+        "metastores": [work / f"metastore-{winner}", shipped.warehouse_dir],
+        "results": results,
+        "killed_at": killed_at,
+        "winner": winner,
+        "compare": compare,
+        "credentials": credentials,
+        "wrong_secret": wrong_secret[SECRET_KEY_ENV],
+        "warehouse_a_after_failures": warehouse_a_after_failures,
+        "legacy_objects": legacy_objects,
+        "c_objects": c_objects,
+        "endpoint": store.endpoint,
+    }
 
 
 def compared(s3) -> dict:
@@ -211,6 +233,16 @@ def test_a_nightly_killed_and_rerun_on_s3_equals_an_uninterrupted_one(s3):
     assert comparison["differing"] == []
 
 
+def test_the_documented_setup_runs_job_after_job_on_its_shipped_metastore(s3):
+    # Derby 10.16 failed to re-open warehouse-s3-metastore/metastore_db when the job's Derby home was the
+    # checkout's warehouse/, a prefix of its path: every job after the first died in Derby's boot.
+    assert s3["results"]["b_rerun"].code == 0, s3["results"]["b_rerun"].output[-3000:]
+    forget = s3["results"]["forget"]
+    assert forget.code == 0, forget.output[-3000:]
+    assert re.search(r"\] forget: [1-9][\d,]* raw record\(s\) deleted", forget.output), forget.output[-3000:]
+    assert "Traceback" not in forget.output
+
+
 def test_the_sql_views_read_the_tables_on_s3(s3):
     views = compared(s3)["views"]
     assert sorted(views) == sorted(VIEWS)
@@ -231,6 +263,13 @@ def test_spark_sql_on_s3_prints_the_rows_a_job_s_session_reads(s3):
     expected = compared(s3)["timeline"]
     assert expected, "the view has no rows: the comparison would prove nothing"
     assert sorted(printed_rows(shells.spark_sql_output, TIMELINE_HEADER)) == expected
+
+
+def test_spark_sql_s_driver_listens_on_loopback_only(s3):
+    # The tests' SPARK_LOCAL_IP was left out: ./spark-sql.sh binds its local driver itself (issue 71 §2).
+    listening = s3["shells"].spark_sql.listening
+    assert listening, "no listening socket of spark-sql's processes was seen"
+    assert {host for host, _ in listening} == {"127.0.0.1"}, listening
 
 
 def test_beeline_reads_the_tables_on_s3_through_the_thrift_server(s3):
