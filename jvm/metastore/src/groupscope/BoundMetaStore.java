@@ -50,7 +50,8 @@ public final class BoundMetaStore {
     for (ConfVars unsupported : new ConfVars[] {ConfVars.USE_THRIFT_SASL, ConfVars.USE_SSL,
         ConfVars.USE_THRIFT_FRAMED_TRANSPORT, ConfVars.USE_THRIFT_COMPACT_PROTOCOL}) {
       if (MetastoreConf.getBoolVar(conf, unsupported)) {
-        throw new IllegalArgumentException(unsupported.getVarname() + " is not supported by " + BoundMetaStore.class.getName());
+        throw new IllegalArgumentException(
+            unsupported.getVarname() + " is not supported by " + BoundMetaStore.class.getName());
       }
     }
     // As startMetaStore's first step: the handler then keeps per-connection state (the client's address,
