@@ -46,8 +46,11 @@ def estate_groups(count: int, seed: int = 7) -> list[dict]:
                 "rebalance_count": rebalances,
                 "rebalances_per_day": round(rebalances / 30, 2),
                 "max_rebalances_in_a_day": rebalances // 5,
-                "offset_lag": generator.randrange(0, 10**7),
-                "time_lag_seconds": round(generator.uniform(0, 3600), 1),
+                "current_offset_lag": generator.randrange(0, 10**7),
+                "last_day": "2026-10-30",
+                "last_day_max_offset_lag": generator.randrange(0, 10**7),
+                "current_time_lag_seconds": round(generator.uniform(0, 3600), 1),
+                "last_day_max_time_lag_seconds": round(generator.uniform(0, 3600), 1),
                 "last_seen_at_ms": 1_790_000_000_000 + generator.randrange(0, 10**9),
             }
         )

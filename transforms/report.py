@@ -35,18 +35,40 @@ def health(is_deleted: Column, status: Column, is_stale: Column, is_expiring_soo
     )
 
 
-def group_summaries(generations: DataFrame, group_daily: DataFrame, group_status: DataFrame) -> DataFrame:
+def current_lag_totals(lag: DataFrame, cluster_lag: DataFrame) -> DataFrame:
+    """One row per group with a lag row at the cluster's latest end-offset snapshot, the current_lag
+    view's "now": the group's offset lag summed over its partitions then and its largest time lag.
+    A group without a row then (its offsets deleted or expired) has no current lag, as in group_health.
+    `cluster_lag` is the whole cluster's lag, so that a report of one group finds the same snapshot."""
+    latest = cluster_lag.groupBy("cluster").agg(F.max("observed_at").alias("observed_at"))
+    return (
+        lag.join(latest, on=["cluster", "observed_at"], how="inner")
+        .groupBy("cluster", "group_id")
+        .agg(
+            F.sum("offset_lag").alias("current_offset_lag"),
+            F.max("time_lag_seconds").alias("current_time_lag_seconds"),
+        )
+        .select("cluster", "group_id", "current_offset_lag", "current_time_lag_seconds")
+    )
+
+
+def group_summaries(
+    generations: DataFrame, group_daily: DataFrame, group_status: DataFrame, current_lag: DataFrame
+) -> DataFrame:
     """One row per group of the index: what it is now and how it has behaved.
 
     `rebalances_per_day` is over the days group_daily holds for the group (its first record to the
-    evaluation day); lag and lifecycle are the last day's, status the last window's."""
+    evaluation day); lifecycle is the last day's, status the last window's. Lag twice, since a day's
+    worst and its present differ (29 offsets behind in the morning, 0 at the last snapshot): the
+    largest of the group's last day (`last_day_max_*`) and at the latest snapshot (`current_*`)."""
     days = group_daily.groupBy("cluster", "group_id").agg(
         F.count(F.lit(1)).alias("day_count"),
         F.sum("rebalance_count").alias("rebalance_count"),
         F.max("rebalance_count").alias("max_rebalances_in_a_day"),
         F.sum("moved_partition_count").alias("moved_partition_count"),
-        F.max_by("max_offset_lag", "day").alias("offset_lag"),
-        F.max_by("max_time_lag_seconds", "day").alias("time_lag_seconds"),
+        F.max("day").alias("last_day"),
+        F.max_by("max_offset_lag", "day").alias("last_day_max_offset_lag"),
+        F.max_by("max_time_lag_seconds", "day").alias("last_day_max_time_lag_seconds"),
         F.max_by("group_state", "day").alias("daily_state"),
         F.max_by("is_stale", "day").alias("is_stale"),
         F.max_by("is_expiring_soon", "day").alias("is_expiring_soon"),
@@ -67,6 +89,7 @@ def group_summaries(generations: DataFrame, group_daily: DataFrame, group_status
     summaries = (
         days.join(latest, on=["cluster", "group_id"], how="full")
         .join(status, on=["cluster", "group_id"], how="left")
+        .join(current_lag, on=["cluster", "group_id"], how="left")
         .withColumns(
             {
                 "health": health(F.col("is_deleted"), F.col("status"), F.col("is_stale"), F.col("is_expiring_soon")),
@@ -87,8 +110,11 @@ def group_summaries(generations: DataFrame, group_daily: DataFrame, group_status
         F.coalesce("rebalance_count", F.lit(0)).cast("long").alias("rebalance_count"),
         "rebalances_per_day",
         "max_rebalances_in_a_day",
-        "offset_lag",
-        "time_lag_seconds",
+        "current_offset_lag",
+        F.date_format("last_day", "yyyy-MM-dd").alias("last_day"),
+        "last_day_max_offset_lag",
+        "current_time_lag_seconds",
+        "last_day_max_time_lag_seconds",
         epoch_ms(F.col("last_seen_at")).alias("last_seen_at_ms"),
     )
 

@@ -96,7 +96,8 @@ def report(spark: SparkSession, config: Config, run: JobRun, out: str | None = N
             f"{config.database} has no {', '.join(missing)}: run the nightly for cluster {config.cluster!r} first"
         )
     tables = {name: _read(spark, config, name, group) for name in GOLD_INPUTS}
-    summaries = shape.group_summaries(tables["generations"], tables["group_daily"], tables["group_status"])
+    current_lag = shape.current_lag_totals(tables["lag"], _read(spark, config, "lag", None))
+    summaries = shape.group_summaries(tables["generations"], tables["group_daily"], tables["group_status"], current_lag)
     index_rows = summaries.drop("cluster").orderBy("group_id")
     groups = [row.asDict() for row in index_rows.collect()]
     if group is not None and not groups:

@@ -5,15 +5,25 @@
 (() => {
   const { data, escapeHtml, formatTime, formatNumber, chart } = groupscope;
   const column = Object.fromEntries(data.columns.map((name, i) => [name, i]));
+  // [column, header, kind, what the header means when it is not plain]. A day's largest lag and the lag
+  // now differ (29 offsets behind in the morning, 0 at the last snapshot): both are shown, each named.
   const shown = [
     ["group_id", "group", "text"], ["health", "health", "text"], ["status", "status", "text"],
     ["group_protocol", "protocol", "text"], ["state", "state", "text"], ["member_count", "members", "num"],
     ["rebalances_per_day", "rebalances / day", "num"], ["rebalance_count", "rebalances", "num"],
-    ["offset_lag", "offset lag", "num"], ["time_lag_seconds", "time lag (s)", "num"],
+    ["current_offset_lag", "offset lag now", "num",
+      "Offsets behind, summed over the group's partitions, at the cluster's latest end-offset snapshot (as group_health)"],
+    ["last_day_max_offset_lag", "max offset lag, last day", "num",
+      "The largest offset lag of the group's last day in group_daily (UTC; the run's day unless the group was deleted)"],
+    ["current_time_lag_seconds", "time lag now (s)", "num",
+      "Seconds behind, the group's largest partition, at the cluster's latest end-offset snapshot"],
+    ["last_day_max_time_lag_seconds", "max time lag, last day (s)", "num", "The largest time lag of the group's last day in group_daily"],
     ["last_seen_at_ms", "last seen (UTC)", "time"],
   ];
+  const lastDay = data.groups.map((row) => row[column.last_day]).filter((day) => day).sort().pop();
   document.getElementById("generated").textContent =
-    `cluster ${data.cluster}: ${data.groups.length.toLocaleString("en")} groups, generated ${data.generated_at}`;
+    `cluster ${data.cluster}: ${data.groups.length.toLocaleString("en")} groups, generated ${data.generated_at}` +
+    (lastDay ? `; last day ${lastDay} (UTC)` : "");
 
   const cell = (row, [name, , kind]) => {
     const value = row[column[name]];
@@ -24,7 +34,8 @@
     return `<td>${escapeHtml(value)}</td>`;
   };
   const head = document.querySelector("#groups thead tr");
-  head.innerHTML = shown.map(([name, label, kind]) => `<th data-column="${name}" class="${kind}">${label}</th>`).join("");
+  head.innerHTML = shown.map(([name, label, kind, meaning]) =>
+    `<th data-column="${name}" class="${kind}"${meaning ? ` title="${escapeHtml(meaning)}"` : ""}>${label}</th>`).join("");
 
   const filters = { text: "", health: "", status: "", group_protocol: "" };
   let sort = { name: "group_id", descending: false };
@@ -76,10 +87,15 @@
   document.getElementById("filter-text").addEventListener("input", (event) => { filters.text = event.target.value; render(); });
   render();
 
+  // One bar or none is said in words: a lone bar filling the chart reads as a trend.
+  const estateWords = data.days.length > 1 ? "" : data.days.length === 0 ? "No day in group_daily."
+    : `One day, ${data.days[0].day}: ${formatNumber(data.days[0].rebalance_count)} rebalance(s) in ` +
+      `${formatNumber(data.days[0].rebalancing_group_count)} group(s).`;
   chart("chart-estate-rebalances", {
-    title: { text: "Rebalances per day, every group", textStyle: { fontSize: 13 } },
+    title: { text: "Rebalances per day, every group", subtext: estateWords, textStyle: { fontSize: 13 },
+      subtextStyle: { color: "#59636e", fontSize: 13 } },
     tooltip: { trigger: "axis" },
-    grid: { left: 50, right: 20, top: 40, bottom: 30 },
+    grid: { left: 50, right: 20, top: estateWords ? 60 : 40, bottom: 30 },
     xAxis: { type: "category", data: data.days.map((d) => d.day) },
     yAxis: { type: "value", minInterval: 1 },
     series: [{ name: "rebalances", type: "bar", data: data.days.map((d) => d.rebalance_count) }],
@@ -91,7 +107,8 @@
     title: { text: "Groups by health", textStyle: { fontSize: 13 } },
     tooltip: { trigger: "item" },
     series: [{
-      name: "groups", type: "pie", radius: ["35%", "65%"], top: 20,
+      name: "groups", type: "pie", radius: ["30%", "55%"], top: 20,
+      label: { show: true, formatter: "{b}: {c}" },
       data: Object.entries(healthCounts).map(([name, value]) => ({ name, value, itemStyle: { color: healthColours[name] } })),
     }],
   });
