@@ -5,11 +5,15 @@ tables; they are registered in a database of this session's catalog and the repo
 the site once for the module. One browser (Playwright driving /usr/bin/chromium, no browser download)
 opens the index and every group page; each chart's data points are compared with the Delta tables,
 counted here by Spark, and every page must load with no console error and no request outside the site.
+Each page is also read as a newcomer reads it: every time chart opens on the span of its own events
+(the axis's visible extent, read from the ECharts instance, holds them all and they fill most of it), a
+chart of one point or none says so in words, and no table header is a column name or breaks a word.
 Screenshots go to the module's tmp dir (the path is printed).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -32,6 +36,11 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHART_IDS = ("chart-generations", "chart-ownership", "chart-lag", "chart-status")
 # Each optional section and the table of §1-2 that its source is, or is a view of.
 SECTION_SOURCES = {"whatif_summary": "rebalance_whatif", "generation_capacity": "generation_capacity"}
+# A header a reader has to decode: a snake_case column name (moved_partition_count, idle_since_at_ms).
+COLUMN_NAME = re.compile(r"[a-z]+(_[a-z]+)+")
+# The share of a time chart's opening window that its events must span: the window is their span padded
+# by a twentieth each side (0.91); events squeezed into the axis's first tenth fail.
+EVENTS_FILL_AT_LEAST = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +114,41 @@ class OpenedPage:
         self.page.wait_for_selector("body[data-ready=true]")
 
     def chart(self, chart_id: str) -> dict:
-        """The chart's option as ECharts holds it after rendering: series names and data points."""
+        """The chart's option as ECharts holds it after rendering: series (names, data points, labels),
+        the words of its titles, and a time axis's visible extent [from, to] in ms after its zoom."""
         return self.page.evaluate(
             "id => { const c = echarts.getInstanceByDom(document.getElementById(id));"
-            " const o = c && c.getOption();"
-            " return o && {series: o.series.map(s => ({name: s.name, data: s.data})),"
-            " categories: o.xAxis && o.xAxis[0].data}; }",
+            " const o = c && c.getOption(); if (!o) return null;"
+            " const axis = o.xAxis && c.getModel().getComponent('xAxis', 0).axis;"
+            " return {series: o.series.map(s => ({name: s.name, data: s.data, label: s.label})),"
+            " categories: o.xAxis && o.xAxis[0].data,"
+            " words: (o.title || []).map(t => [t.text, t.subtext].filter(Boolean).join(' ')),"
+            " visible: axis && axis.type === 'time' ? axis.scale.getExtent() : null}; }",
             chart_id,
         )
+
+    def headers(self) -> list[str]:
+        return self.page.locator("th").all_text_contents()
+
+    def words_broken_across_lines(self) -> list[str]:
+        """Each header word the browser laid out on more than one line (moved_partitio|n_count)."""
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll("th")].flatMap((th) => {
+              const text = th.firstChild;
+              if (!text || text.nodeType !== Node.TEXT_NODE) return [];
+              return [...text.data.matchAll(/\\S+/g)].filter((word) => {
+                const range = document.createRange();
+                range.setStart(text, word.index);
+                range.setEnd(text, word.index + word[0].length);
+                return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
+              }).map((word) => word[0]);
+            })"""
+        )
+
+    def assert_readable_headers(self) -> None:
+        headers = self.headers()
+        assert [header for header in headers if COLUMN_NAME.fullmatch(header.strip())] == []
+        assert self.words_broken_across_lines() == []
 
     def assert_clean(self) -> None:
         assert self.console_errors == []
@@ -140,8 +176,57 @@ def test_the_index_lists_every_group_and_charts_the_estate(site, gold, browser, 
     days = page.evaluate("groupscope.data.days.map(d => d.day)")
     assert dict(zip(days, estate["data"], strict=True)) == rebalances_by_day
     assert page.locator("#chart-estate-rebalances canvas").count() == 1
+    estate_chart = opened.chart("chart-estate-rebalances")
+    if len(rebalances_by_day) <= 1:  # one bar filling the chart, or none, is said in words
+        assert any("day" in words.lower() for words in estate_chart["words"]), estate_chart["words"]
     (health,) = opened.chart("chart-health")["series"]
     assert sum(point["value"] for point in health["data"]) == len(groups)
+    assert health["label"]["show"] and "{c}" in health["label"]["formatter"]  # counts without hovering
+    opened.assert_readable_headers()
+    opened.assert_clean()
+
+
+def _index_cells(page, column: str) -> dict[str, str]:
+    """Each group's cell of an index column, as shown."""
+    return dict(
+        page.evaluate(
+            "column => { const position = [...document.querySelectorAll('#groups th')]"
+            ".findIndex(th => th.dataset.column === column);"
+            " return [...document.querySelectorAll('#groups tbody tr')]"
+            ".map(tr => [tr.cells[0].innerText, tr.cells[position].innerText]); }",
+            column,
+        )
+    )
+
+
+def _shown(value) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def test_the_index_names_its_lag_and_shows_the_lag_now_beside_the_days_worst(site, gold, browser):
+    """The day's largest lag was shown as "offset lag": 29 where group_health said 0. Both are shown now,
+    each under a header that says which it is; "now" is the cluster's latest end-offset snapshot."""
+    lag = gold["lag"]
+    latest = lag.agg(F.max("observed_at")).first()[0]
+    now = {
+        row.group_id: row.offset_lag
+        for row in lag.where(F.col("observed_at") == latest)
+        .groupBy("group_id")
+        .agg(F.sum("offset_lag").alias("offset_lag"))
+        .collect()
+    }
+    last_days = gold["group_daily"].groupBy("group_id").agg(F.max_by("max_offset_lag", "day").alias("worst"))
+    worst = {row.group_id: row.worst for row in last_days.collect()}
+    opened = OpenedPage(browser, site)
+    page = opened.page
+    header = page.locator("#groups th[data-column=last_day_max_offset_lag]")
+    assert header.inner_text() == "max offset lag, last day" and "largest" in header.get_attribute("title")
+    assert page.inner_text("#groups th[data-column=current_offset_lag]") == "offset lag now"
+    shown_now = _index_cells(page, "current_offset_lag")
+    assert shown_now == {group: _shown(now.get(group)) for group in shown_now}
+    assert any(shown_now.values())  # the capture's last snapshot has lag rows
+    shown_worst = _index_cells(page, "last_day_max_offset_lag")
+    assert shown_worst == {group: _shown(worst.get(group)) for group in shown_worst}
     opened.assert_clean()
 
 
@@ -170,6 +255,19 @@ def _by_group(rows, key) -> dict[str, list]:
     return grouped
 
 
+def assert_opens_on_its_events(drawn: dict, times: list[int], where: tuple, one_instant_in_words: bool) -> None:
+    """A time chart opens on its events: the visible extent holds every one and they span most of it.
+    A chart of no event, or of one (one instant, for ownership's bars), says so in words."""
+    if len(times) <= 1 or (one_instant_in_words and len(set(times)) == 1):
+        assert [words for words in drawn["words"] if words], (where, drawn["words"])
+    if not times:
+        return
+    start, end = drawn["visible"]
+    assert start <= min(times) and max(times) <= end, (where, drawn["visible"], min(times), max(times))
+    if len(set(times)) > 1:
+        assert (max(times) - min(times)) / (end - start) >= EVENTS_FILL_AT_LEAST, (where, drawn["visible"], times)
+
+
 def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, browser, screenshots):
     _, held = nightly_tables
     ms = F.unix_millis
@@ -183,7 +281,12 @@ def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, b
         gold["rebalances"].select("group_id", ms("completed_at").alias("t"), "generation", "cause"),
         lambda row: (row.cause, row.t, row.generation),
     )
-    ownership = _by_group(gold["generation_assignments"], lambda row: 1)
+    ownership = _by_group(
+        gold["generation_assignments"].select(
+            "group_id", ms("assigned_at").alias("t"), ms("valid_until").alias("until")
+        ),
+        lambda row: [row.t, row.until],
+    )
     moves = _by_group(gold["partition_movements"].select("group_id", ms("completed_at").alias("t")), lambda row: row.t)
     lag = _by_group(
         gold["lag"]
@@ -202,7 +305,7 @@ def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, b
         whatif = spark.table(config.table("rebalance_whatif")).where(F.col("cluster") == CLUSTER)
         for row in whatif.groupBy("group_id", "assignor").agg(F.sum("moved_partition_count").alias("moved")).collect():
             whatif_moves[row.group_id][row.assignor] = row.moved
-    capacity = {}
+    capacity = defaultdict(list)
     if "generation_capacity" in held:
         rows = spark.table(config.table("generation_capacity")).where(F.col("cluster") == CLUSTER)
         capacity = _by_group(
@@ -229,6 +332,19 @@ def test_every_group_page_charts_the_tables(spark, site, gold, nightly_tables, b
         assert sorted(charts["chart-status"]["status"]) == sorted(status[group_id]), group_id
         for chart_id in CHART_IDS:
             assert opened.page.locator(f"#{chart_id} canvas").count() == 1, (group_id, chart_id)
+        windows = {
+            "chart-generations": [t for t, _ in generations[group_id]] + [t for _, t, _ in rebalances[group_id]],
+            "chart-ownership": [t for interval in ownership[group_id] for t in interval if t is not None]
+            + moves[group_id],
+            "chart-lag": [t for t, _ in lag[group_id]],
+            "chart-status": [t for t, _ in status[group_id]],
+        }
+        if "generation_capacity" in held:
+            windows["chart-capacity"] = [t for t, _ in capacity[group_id]]
+        for chart_id, times in windows.items():
+            where = (group_id, chart_id)
+            assert_opens_on_its_events(opened.chart(chart_id), times, where, chart_id == "chart-ownership")
+        opened.assert_readable_headers()
         for name in OPTIONAL_SERIES:
             state = opened.page.get_attribute(f"#section-{name} .body", "data-state")
             assert state == ("computed" if SECTION_SOURCES[name] in held else "not-computed"), (group_id, name)
