@@ -42,17 +42,9 @@ running() { [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; }
 postgres_running() { [[ -f "$data/PG_VERSION" ]] && as_db_owner "$(pg_bin)/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 accepts() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
 
-install_postgres() {
-  [[ -n "$(pg_bin)" ]] && return
-  ((EUID == 0)) || fail "PostgreSQL is not installed: run 'apt-get install postgresql' as root"
-  say "installing PostgreSQL from Debian's packages"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q postgresql >"$dir/apt.log" 2>&1 || { apt-get update -q && apt-get install -y -q postgresql; } >>"$dir/apt.log" 2>&1 ||
-    { tail -5 "$dir/apt.log" >&2; fail "apt-get install postgresql failed (log: $dir/apt.log)"; }
-}
-
 install_metastore() {
-  GROUPSCOPE_SKIP_KAFKA_JARS="${GROUPSCOPE_SKIP_KAFKA_JARS:-1}" "$root/scripts/bootstrap.sh" metastore
+  # Its part of bootstrap: the venv (pyspark's Hadoop jars), the release's jars and Debian's PostgreSQL.
+  "$root/scripts/bootstrap.sh" metastore
   if [[ ! -d "$jars/$release/lib" ]]; then
     tar -xzf "$jars"/hive-standalone-metastore-*-bin.tar.gz -C "$jars"
   fi
@@ -150,7 +142,6 @@ start() {
   if running; then say "already running (pid $(cat "$pid_file")) on thrift://$host:$port"; return 0; fi
   [[ -n "${!password_env:-}" ]] || fail "set $password_env (the password of PostgreSQL's role $db_role, kept by the service's database)"
   export "${password_env?}"
-  install_postgres
   install_metastore
   start_postgres
   write_site
