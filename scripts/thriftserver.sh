@@ -4,7 +4,7 @@
 #   scripts/thriftserver.sh [--conf conf/<env>.toml] [--warehouse DIR] [--port N] [--bind HOST] [-- spark-submit options]
 # It opens the warehouse and metastore the jobs use, with their Spark settings (conf/defaults.toml, the
 # environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
-#   .venv/bin/beeline -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
+#   scripts/beeline.sh -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
 # It does not authenticate: any user name and password are accepted, and every session runs as the user
 # who started the server, with its access to the warehouse (on S3, its credentials), so anyone reaching
 # the port can read, drop or overwrite every table. --bind another address only on a network you trust.

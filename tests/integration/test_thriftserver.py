@@ -2,14 +2,16 @@
 
 The warehouse is the local nightly run of the quickstart capture (shared with the standalone cluster
 test), whose last stage created the views; the server opens the same warehouse and embedded metastore
-on a free loopback port, and Hive's own JDBC client, `beeline` from the pyspark installation,
-asks it when each group rebalanced. The answer must be the scenario's own account of its rebalances.
+on a free loopback port, and Hive's own JDBC client, `beeline` from the pyspark installation, run as
+docs/sql.md runs it (scripts/beeline.sh, from a shell without the venv on PATH), asks it when each group
+rebalanced. The answer must be the scenario's own account of its rebalances.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import socket
 import subprocess
 from collections import defaultdict
@@ -55,9 +57,12 @@ def test_beeline_reads_the_rebalance_timeline_from_the_thrift_server(local_night
     try:
         wait_until(lambda: accepts_connections(port), f"the Thrift server listens on port {port}", server)
         query = f"SELECT {', '.join(TIMELINE_COLUMNS)} FROM rebalance_timeline ORDER BY group_id, completed_at"
+        venv_bin = str(REPO_ROOT / ".venv" / "bin")
+        shell = {key: value for key, value in environment.items() if key != "SPARK_HOME"}
+        shell["PATH"] = os.pathsep.join(entry for entry in environment["PATH"].split(os.pathsep) if entry != venv_bin)
         beeline = subprocess.run(
             [
-                str(REPO_ROOT / ".venv" / "bin" / "beeline"),
+                str(REPO_ROOT / "scripts" / "beeline.sh"),
                 "-u",
                 f"jdbc:hive2://{LOOPBACK}:{port}/{DATABASE}",
                 "-n",
@@ -67,7 +72,7 @@ def test_beeline_reads_the_rebalance_timeline_from_the_thrift_server(local_night
                 "-e",
                 query,
             ],
-            env=environment,
+            env=shell,
             capture_output=True,
             text=True,
             timeout=BEELINE_TIMEOUT_SECONDS,
