@@ -94,7 +94,7 @@
       })),
     ],
   });
-  const rebalanceColumns = ["completed (UTC)", "generation", "cause", "causes", "partitions moved", "minimal moves (partitions)",
+  const rebalanceColumns = ["completed (UTC)", "generation before → after", "cause", "causes", "partitions moved", "minimal moves (partitions)",
     "members before → after", "protocol", "estimated pause (ms)"];
   document.getElementById("rebalances").innerHTML = series.rebalances.length
     ? htmlTable(rebalanceColumns, series.rebalances.map((r) => [formatTime(r.completed_at_ms), `${r.previous_generation ?? "–"} → ${r.generation}`,
@@ -157,7 +157,7 @@
     ...lagWords,
     tooltip: { trigger: "axis" }, legend: { top: 0 }, 
     xAxis: axisOver(openingWindow(series.lag.map((l) => l.observed_at_ms))),
-    yAxis: [{ type: "value", name: "offset lag" }, { type: "value", name: "time lag (s)" }],
+    yAxis: [{ type: "value", name: "offset lag (offsets)" }, { type: "value", name: "time lag (s)" }],
     series: [
       { name: "offset lag", type: "line", symbolSize: 5, data: series.lag.map((l) => [l.observed_at_ms, l.offset_lag]) },
       { name: "time lag (s)", type: "line", yAxisIndex: 1, symbolSize: 5, connectNulls: false,
@@ -173,7 +173,7 @@
     ...statusWords,
     tooltip: { trigger: "axis" }, legend: { top: 0 }, 
     xAxis: axisOver(openingWindow(series.status.map((s) => s.evaluated_at_ms))),
-    yAxis: [{ type: "category", data: ["OK", "WARN", "ERR"], name: "status" }, { type: "value", name: "total lag" }],
+    yAxis: [{ type: "category", data: ["OK", "WARN", "ERR"], name: "status" }, { type: "value", name: "total lag (offsets)" }],
     series: [
       { name: "status", type: "line", step: "end", symbolSize: 6, data: series.status.map((s) => [s.evaluated_at_ms, s.status]) },
       { name: "total lag", type: "bar", yAxisIndex: 1, barMaxWidth: 8, itemStyle: { opacity: 0.4 },
@@ -242,7 +242,7 @@
       ...capacityWords,
       tooltip: { trigger: "axis" }, legend: { top: 0 }, 
       xAxis: axisOver(openingWindow(capacity.map((c) => c.recorded_at_ms))),
-      yAxis: [{ type: "value", name: "capacity used", min: 0, max: 1 }, { type: "value", name: "members", minInterval: 1 }],
+      yAxis: [{ type: "value", name: "capacity used (share)", min: 0, max: 1 }, { type: "value", name: "members", minInterval: 1 }],
       series: [
         { name: "capacity used", type: "line", step: "end", data: capacity.map((c) => [c.recorded_at_ms, c.capacity_used]) },
         { name: "idle members", type: "bar", yAxisIndex: 1, barMaxWidth: 8, data: capacity.map((c) => [c.recorded_at_ms, c.idle_member_count]) },
