@@ -4,13 +4,14 @@ Spark's Python workers run it over Arrow batches and its tests need no JVM (like
 
 Entry point: `transforms.history.fold.fold(state, records, commits) -> (rows, state)`. This first step
 covers classic consumer groups (protocol type `consumer`, eager and cooperative, dynamic and static
-members) and the tables `generations`, `generation_assignments`, `generation_capacity`, `rebalances`
-and `partition_movements`, with the rules of transforms/gold as they stand (see fold.py for what is left).
+members) and the tables `generations`, `generation_assignments`, `generation_capacity`, `rebalances`,
+`partition_movements` and `rebalance_frequency`, with the rules of transforms/gold as they stand (see
+fold.py for what is left).
 
 Continuation. A fold emits every row of a group from its *frontier* on, and the caller replaces the
-group's stored rows from that key on (`Rows.frontier`, the same key for every table): rows with a
-higher incarnation, or the frontier's incarnation and a generation at or above the frontier's or null
-(a deletion). Below the frontier no later record can change a row; at and after it, one can:
+group's stored rows from there on (`Rows.replaces`): rows with a higher incarnation, or the frontier's
+incarnation and a generation at or above the frontier's or null (a deletion). Below the frontier no
+later record can change a row; at and after it, one can:
 - the last generation of the live incarnation: a later record of the same generation adds to its record
   count, last record time and static replacements; the next generation ends its assignments' validity
   and decides whether it was a cooperative revoke round (then it produces no rebalance of its own and
@@ -18,4 +19,5 @@ higher incarnation, or the frontier's incarnation and a generation at or above t
 - an eager rebalance whose pause waits for the group's first commit after it.
 The state holds the generations from the closing generation before the frontier (the "before" side of
 the frontier's rebalance) on, so folding a prefix and then the rest from its state equals folding all.
+`rebalance_frequency`, keyed by period, is given again from the frontier's day on (frequency.py).
 """
