@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from py4j.protocol import Py4JJavaError
 
+from jobs.object_store import root_cause
+
 CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
 # Java exceptions that mean "the object exists": 412 at close, or S3A's own check at create.
 _EXISTS = ("RemoteFileChangedException", "FileAlreadyExistsException")
@@ -23,9 +25,9 @@ EXIT_FAILED = 1
 
 
 class UnguardedStore(SystemExit):
-    """The store cannot refuse a second create of one object: the run lock would not exclude anyone, so
-    the run stops before it writes anything (exit 1; changing the store or its settings is the remedy,
-    not a retry)."""
+    """The store cannot refuse a second create of one object, or cannot be written at all: the run lock
+    would not exclude anyone, so the run stops before it writes anything (exit 1; changing the store or its
+    settings is the remedy, not a retry)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(EXIT_FAILED)
@@ -66,20 +68,26 @@ def create_if_absent(fs, path, body: bytes) -> bool:
 
 def require_conditional_writes(fs, lock, run_id: str) -> None:
     """Puts an object of this run's own beside the lock twice, conditionally: the second put must be
-    refused. Raises UnguardedStore, saying why, when it is not."""
+    refused. Raises UnguardedStore, saying why, when it is not, or when the first put fails."""
     probe = lock.getParent().suffix(f"/{run_id}.conditional-write-probe")
     where = f"{probe.toUri().getScheme()}://{probe.toUri().getAuthority()}"
     try:
-        try:
-            _put(fs, probe, b"first")
-        except Py4JJavaError as error:
-            if "Conditional Writes Unavailable" not in _first_line(error):
-                raise
+        _put(fs, probe, b"first")
+    except Py4JJavaError as error:
+        if "Conditional Writes Unavailable" in _first_line(error):
             raise UnguardedStore(
                 f"the run lock needs conditional writes on {where}, and fs.s3a.create.conditional.enabled is false "
                 "(the setting for stores without them): two runs could hold the lock at once and corrupt the Delta "
                 "tables. Nothing was changed; use a store with conditional writes (If-None-Match) and enable them"
             ) from None
+        # An endpoint that answers HTTP but is not S3 passes the reachability check (S3A reads its 404s as
+        # "no such object") and fails here first, as do credentials that may read but not write.
+        raise UnguardedStore(
+            f"cannot write the run lock to {where}: {root_cause(error.java_exception)}. Nothing was written; "
+            "check that [storage.s3] endpoint is an S3 API store and that the credentials may write to the bucket"
+        ) from None
+    # Deleted only once written: a failed put left nothing, and a delete on a store that is not S3 fails too.
+    try:
         try:
             _put(fs, probe, b"second")
         except Py4JJavaError as error:
