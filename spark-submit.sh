@@ -32,10 +32,11 @@ if [[ " $* " == *" --help "* || " $* " == *" -h "* ]]; then (cd "$root" && exec 
 # configuration decides (Derby's home is the configured metastore folder, as for every launcher).
 checked="$(cd "$root" && "$root/.venv/bin/python" -m jobs check "$job" "$@")" || exit $?
 # spark.remote set (docs/connect.md): the job is a Spark Connect client; the server runs Spark, so no JVM starts here.
+# Its stderr joins its stdout, as spark-submit's Python runner joins a classic job's: progress on stdout either way.
 if [[ "$checked" == "remote "* ]]; then
   cd "$root"
   export GROUPSCOPE_HOME="$root"
-  exec "$root/.venv/bin/python" -m "jobs.$job" "$@"
+  exec "$root/.venv/bin/python" -m "jobs.$job" "$@" 2>&1
 fi
 
 mkdir -p "$root/build" "$root/logs"

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.scans import scanned_table
+from bench.scans import query_name, scanned_table
 
 STEPS = ("ingest", "decode", "history", "metrics", "views")
 STAGE_METRICS = ("tasks", "task_ms", "input_rows", "shuffle_read_rows", "shuffle_written_rows")
@@ -119,7 +119,7 @@ def read_event_log(lines: Iterator[str]) -> EventLog:
             log.stage_metrics.setdefault(event["Stage ID"], Counter()).update(_task_metrics(event))
         elif kind.endswith("SQLExecutionStart"):
             root = event.get("rootExecutionId")
-            log.executions[event["executionId"]] = (event["time"], root, (event.get("description") or "")[:60])
+            log.executions[event["executionId"]] = (event["time"], root, query_name(event)[:60])
             log.plans[event["executionId"]] = plan_outline(event.get("sparkPlanInfo"))
         elif kind.endswith("SQLAdaptiveExecutionUpdate"):  # the plan that ran, re-planned by adaptive execution
             log.plans[event["executionId"]] = plan_outline(event.get("sparkPlanInfo"))

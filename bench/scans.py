@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 FILES_READ, ROWS_OUT = "number of files read", "number of output rows"
 _LOCATION = re.compile(r"Location: (\w+)\(\d+ paths?\)\[([^\]]*)\]")
 _NAMED_SCAN = re.compile(r"Scan \w+ (?:\w+\.)*(\w+)$")  # "Scan parquet spark_catalog.groupscope.lag"
+# A Spark Connect client's tag T on the server: SparkConnect_SessionTag_User_<user>_Session_<session id>_Tag_T.
+_CONNECT_SESSION_TAG = re.compile(r"SparkConnect_SessionTag_User_.*?_Session_[0-9a-f-]+_Tag_(.*)")
 
 
 @dataclass
@@ -73,9 +75,7 @@ def queries(path: Path) -> list[Query]:
     for event in events(path):
         kind = event["Event"]
         if kind.endswith("SQLExecutionStart"):
-            query = found[event["executionId"]] = Query(
-                event["executionId"], _step(event.get("description") or ""), event["time"]
-            )
+            query = found[event["executionId"]] = Query(event["executionId"], _step(query_name(event)), event["time"])
             plans[query.execution_id] = list(_scans(event["sparkPlanInfo"]))
         elif kind.endswith("SQLExecutionEnd") and event["executionId"] in found:
             found[event["executionId"]].ended_ms = event["time"]
@@ -100,6 +100,15 @@ def queries(path: Path) -> list[Query]:
             Scan(table, values.get(ids[FILES_READ], 0), values.get(ids.get(ROWS_OUT, -1), 0)) for table, ids in fresh
         ]
     return sorted(found.values(), key=lambda query: query.started_ms)
+
+
+def query_name(execution_start: dict) -> str:
+    """The name JobRun gave a query: its description in a classic session; through Spark Connect, which
+    sends no description, the session's tag, which the server writes among the query's jobTags."""
+    for tag in execution_start.get("jobTags") or ():
+        if match := _CONNECT_SESSION_TAG.fullmatch(tag):
+            return match.group(1)
+    return execution_start.get("description") or ""
 
 
 def _step(description: str) -> str:

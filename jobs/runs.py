@@ -85,6 +85,7 @@ class JobRun:
         self.inputs: list[str] = []
         self.counts: dict[str, int] = {}
         self.exit_code = EXIT_FAILED
+        self._query_tag: str | None = None  # through Spark Connect: the tag naming the current step's queries
         self._started = time.monotonic()
         self._started_at = datetime.now(UTC)
 
@@ -99,9 +100,17 @@ class JobRun:
             self._name_queries(f"{self.job}: {stage}")
 
     def _name_queries(self, description: str | None) -> None:
-        """Spark's UI and event log show each query under the step that ran it (bench/scans.py reads them)."""
+        """Spark's UI and event log show each query under the step that ran it (bench/scans.py reads them):
+        as its description in a classic session; through Spark Connect, which sends none, as a tag of the
+        session's operations (the server's event log has it in the query's jobTags)."""
         if not is_connect(self.spark):
             self.spark.sparkContext.setJobDescription(description)
+            return
+        if self._query_tag:
+            self.spark.removeTag(self._query_tag)
+        self._query_tag = description
+        if description:
+            self.spark.addTag(description)
 
     def count_rows(self, name: str) -> int:
         return self.count_tables((name,))[name]

@@ -3,6 +3,8 @@ then a summary."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
@@ -40,9 +42,23 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int]) -> str:
         f" {counts.get('groups_rebuilt', 0):,} group(s) rebuilt",
         f"  check: raw {counts.get('raw_records', 0):,} = decoded {counts.get('decoded', 0):,}"
         f" + quarantined {counts.get('quarantine', 0):,}",
-        f"  query: ./spark-sql.sh{_environment_option(config)} -e 'SELECT * FROM {config.database}.group_health'",
+        f"  query: {sql_command(config, f'SELECT * FROM {config.database}.group_health')}",
     ]
     return "\n".join(lines)
+
+
+def sql_command(config: Config, query: str) -> str:
+    """The SQL shell's command line that runs `query` on the run's warehouse and metastore."""
+    if config.remote:
+        # Through Spark Connect the server answers SQL itself, and ./spark-sql.sh would exit 75 while it holds
+        # the embedded metastore: the venv's Spark Connect client asks it.
+        client = (
+            "from pyspark.sql import SparkSession; "
+            f"SparkSession.builder.remote({json.dumps(config.remote)}).getOrCreate()"
+            f".sql({json.dumps(query)}).show(truncate=False)"
+        )
+        return f".venv/bin/python -c {shlex.quote(client)}"
+    return f"./spark-sql.sh{_environment_option(config)} -e {shlex.quote(query)}"
 
 
 def _environment_option(config: Config) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql.types import StructType
 
+from bench.scans import queries
 from jobs.connect import REACH_TIMEOUT_S
 from tests.background_runs import (
     CLUSTER,
@@ -38,7 +39,7 @@ from tests.background_runs import (
 from tests.conftest import REPO_ROOT
 from tests.delta_compare import RUN_COLUMNS, canonical, delta_tables
 from tests.kill import progress_lines
-from tests.small_data import toml_lines
+from tests.small_data import SMALL_DATA_SPARK_CONF, toml_lines
 
 LOOPBACK = "127.0.0.1"
 SAMPLE = REPO_ROOT / "samples" / "kafka-4.2.1"
@@ -47,8 +48,12 @@ FAILURE_BOUND_SECONDS = 60  # a closed port fails at the first connection: no JV
 FAST_PATH_WARNING = "WARNING: the Spark Connect server"
 
 
-def environment_file(path: Path, remote: str, warehouse: Path) -> Path:
-    """The sample into `warehouse` through `remote`, under the reference run's database and cluster names."""
+def environment_file(path: Path, remote: str, warehouse: Path, event_log: Path | None = None) -> Path:
+    """The sample into `warehouse` through `remote`, under the reference run's database and cluster names;
+    the server started with it writes its event log into `event_log`."""
+    settings = {**SMALL_DATA_SPARK_CONF}
+    if event_log is not None:
+        settings |= {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(event_log)}
     path.write_text(f"""\
 [catalog]
 database = "{DATABASE}"
@@ -57,7 +62,7 @@ database = "{DATABASE}"
 remote = "{remote}"
 
 [spark.conf]
-{toml_lines()}
+{toml_lines(settings)}
 [storage]
 warehouse_dir = {json.dumps(str(warehouse))}
 
@@ -71,12 +76,18 @@ files = [{json.dumps(str(SAMPLE))}]
     return path
 
 
-def run(command: list[str], env: dict[str, str], timeout: float = COMMAND_TIMEOUT_SECONDS) -> tuple[int, str, float]:
+def run(
+    command: list[str], env: dict[str, str], timeout: float = COMMAND_TIMEOUT_SECONDS, stderr: Path | None = None
+) -> tuple[int, str, float]:
+    """The command's exit code, output and seconds; its stderr in the output, or in the file `stderr`."""
     started = time.monotonic()
-    with subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    ) as process:  # fmt: skip
+    with (
+        open(stderr, "w") if stderr else contextlib.nullcontext(subprocess.STDOUT) as errors,
+        subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=errors, text=True,
+            start_new_session=True,
+        ) as process,
+    ):  # fmt: skip
         try:
             output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -92,7 +103,9 @@ def connect(tmp_path_factory):
     port = free_port()
     remote = f"sc://{LOOPBACK}:{port}"
     warehouse = work / "warehouse"
-    conf = environment_file(work / "connect.toml", remote, warehouse)
+    event_log = work / "events"
+    event_log.mkdir()
+    conf = environment_file(work / "connect.toml", remote, warehouse, event_log)
     env = {
         **spark_environment(work),
         "GROUPSCOPE_CONNECT_PORT": str(port),
@@ -122,7 +135,7 @@ def connect(tmp_path_factory):
         server_command = (
             Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() if pid.isdigit() else ""
         )
-        nightly = run([*nightly_command, str(conf)], env)
+        nightly = run([*nightly_command, str(conf)], env, stderr=work / "nightly.stderr")
         yield {
             "remote": remote,
             "status": status,
@@ -131,6 +144,9 @@ def connect(tmp_path_factory):
             "silent": failed[silent.remote],
             "written_by_failures": written_by_failures,
             "nightly": nightly,
+            "nightly_stderr": (work / "nightly.stderr").read_text(),
+            "event_log": event_log,
+            "env": env,
             "warehouse": warehouse,
             "conf": conf,
         }
@@ -193,9 +209,26 @@ def test_the_server_runs_from_the_pinned_pyspark(connect):
 def test_the_nightly_runs_through_the_server_with_the_java_fast_path(connect):
     code, output, seconds = connect["nightly"]
     print(f"nightly through {connect['remote']}: exit {code} after {seconds:.0f} s")
-    assert code == 0, output[-5000:]
+    assert code == 0, output[-5000:] + connect["nightly_stderr"][-3000:]
     assert FAST_PATH_WARNING not in output, output[-5000:]
     assert "check: raw 170 = decoded 170 + quarantined 0" in output, output[-5000:]
+    # Its progress on stdout, as a classic run's (spark-submit's Python runner joins a job's stderr to it).
+    assert progress_lines(output) and not progress_lines(connect["nightly_stderr"]), connect["nightly_stderr"]
+
+
+def test_the_servers_event_log_names_each_query_by_the_step_that_ran_it(connect):
+    # Spark Connect sends no job description: the run tags its queries, and bench.scans reads the tags.
+    steps = {query.step for query in queries(connect["event_log"])}
+    assert {"ingest", "decode", "history", "metrics", "views"} <= steps, steps
+
+
+def test_the_query_the_nightly_suggests_runs_through_the_server(connect):
+    # ./spark-sql.sh would exit 75 while the server holds the embedded metastore.
+    suggested = [line.split("query: ", 1)[1] for line in connect["nightly"][1].splitlines() if "  query: " in line]
+    assert len(suggested) == 1 and not suggested[0].startswith("./spark-sql.sh"), suggested
+    code, output, _ = run(["bash", "-c", suggested[0]], connect["env"], timeout=120)
+    assert code == 0, output[-3000:]
+    assert "|group_id" in output and "|kip848 " in output, output[-3000:]
 
 
 def test_its_tables_equal_a_classic_nightlys_row_by_row(connect, client, local_nightly):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bench.scans import _step
+from bench.scans import _step, query_name
 from jobs.runs import JobRun
 
 
@@ -41,3 +41,14 @@ def test_delta_and_merge_descriptions_name_the_step():
     assert _step("Delta: nightly: history: Filtering files for query") == "history"
     assert _step("nightly: ingest - MERGE operation - scanning files for matches") == "ingest"
     assert _step("Delta: history: Compute snapshot for version: 3") == "history"
+
+
+def test_a_spark_connect_query_is_named_by_its_session_tag():
+    # The server's event log: no description of the run's (Spark names the call site), the tag among the jobTags.
+    session = "SparkConnect_SessionTag_User_ops_Session_0c5e1d6a-6f1e-4b53-9d59-3f1f4e5a7c10"
+    started = {
+        "description": "collect at SparkConnectPlanExecution.scala:190",
+        "jobTags": [f"{session.replace('Session', 'Operation', 1)}_Operation_1", f"{session}_Tag_nightly: history"],
+    }
+    assert _step(query_name(started)) == "history"
+    assert query_name({"description": "nightly: metrics", "jobTags": []}) == "nightly: metrics"
