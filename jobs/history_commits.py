@@ -23,7 +23,7 @@ NARROWED_MARGIN_MS = 3_600_000
 def commit_times_read_by(
     framed: DataFrame,
     assignments: DataFrame,
-    share_member_records: DataFrame,
+    member_own_records: DataFrame,
     commits: DataFrame,
     progress: Callable[[str], None],
     margin_ms: int = NARROWED_MARGIN_MS,
@@ -32,11 +32,11 @@ def commit_times_read_by(
     """departures.commit_times_read_by for the rebalances in `framed`, read from the groups' narrowed
     floors, then from their floors for the groups a narrowed read may answer otherwise (resume.py);
     held (two held frames for a run that read again). `progress` hears what was read."""
-    floors = materialized(resume.commit_floors(framed))
+    lookups = departures.commit_lookups(framed, assignments, member_own_records)
+    floors = materialized(resume.commit_floors(framed, lookups))
     narrowed = materialized(resume.narrowed_floors(framed, floors, margin_ms))
     read = _commits_from_floors(framed, commits, narrowed, silent, progress)
     times = held_on_disk(departures.commit_times_read_by(framed, assignments, read))
-    lookups = departures.commit_lookups(framed, assignments, share_member_records)
     short = materialized(resume.groups_short_of_commits(lookups, times, narrowed))
     count = short.count()
     if count == 0:

@@ -159,7 +159,7 @@ def build_history(
         store, "streams_members", streams_members.streams_members(framed_gens, epoch_group_records), kept_generations
     )
     commits = offsets.filter_uncounted_commits(offset_commits)
-    share_member_records = epochs.share_member_records(group_records)
+    member_own_records = epochs.member_own_records(group_records)
     if settled is None:
         to_compute, kept = framed, None
         # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
@@ -170,7 +170,7 @@ def build_history(
         kept = settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi")
         to_compute = held_on_disk(framed.join(kept, on=list(REBALANCE), how="left_anti"))
         commit_times = commit_times_read_by(
-            to_compute, assignments, share_member_records, commits, progress, silent=silent
+            to_compute, assignments, member_own_records, commits, progress, silent=silent
         )
     changes = held_on_disk(assignment_math.partition_changes(to_compute, assignments))
     computed = rebalances.rebalances(
@@ -178,7 +178,7 @@ def build_history(
         changes,
         assignments,
         commit_times,
-        share_member_records,
+        member_own_records,
         streams_members.standby_task_moves(framed, members),
         departure_slack_ms=settings.departure_slack_ms,
         default_session_timeout_ms=settings.consumer_session_timeout_ms,

@@ -97,14 +97,26 @@ def test_only_generations_of_the_changes_partition_count(spark):
     assert settled(spark, rows, starts, elsewhere) == []  # offsets of another partition say nothing of order
 
 
-def test_commits_are_read_from_the_minute_of_the_earliest_generation_a_computed_rebalance_reads(spark):
+def test_commits_are_read_from_the_minute_of_the_earliest_generation_or_sign_of_life_a_rebalance_reads(spark):
     framed = spark.createDataFrame(
-        [("c", "g", at(125.5), at(130.0)), ("c", "g", at(300.0), at(301.0)), ("c", "h", None, None)],
+        [
+            ("c", "g", at(125.5), at(130.0)),
+            ("c", "g", at(300.0), at(301.0)),
+            ("c", "h", None, None),
+            ("c", "k", at(300.0), None),
+        ],
         "cluster string, group_id string, before_recorded_at timestamp, before_last_recorded_at timestamp",
     )
-    floors = {row.group_id: row for row in commit_floors(framed).collect()}
+    # departures.commit_lookups: g's pause from its generation; k's leaver, a KIP-848 member killed after
+    # its own last record at 250 s, fenced in the rebalance after the generation others made at 300 s.
+    lookups = spark.createDataFrame(
+        [("c", "g", at(125.5)), ("c", "k", at(250.0)), ("c", "k", at(300.0))],
+        "cluster string, group_id string, known_from timestamp",
+    )
+    floors = {row.group_id: row for row in commit_floors(framed, lookups).collect()}
     assert floors["g"].commit_floor_at == at(120.0)
     assert "h" not in floors  # a first rebalance reads no commit: no leaver, and no pause
+    assert floors["k"].commit_floor_at == at(240.0)
 
 
 def test_change_starts_from_the_summary_of_the_changed_commits_equal_those_from_the_commits(spark):
@@ -145,7 +157,9 @@ def test_a_floor_is_narrowed_to_an_hour_before_the_first_lookup_and_a_group_read
         " before_recorded_at timestamp, before_last_recorded_at timestamp",
     )
 
-    narrowed = {row.group_id: row for row in narrowed_floors(framed, commit_floors(framed), 3_600_000).collect()}
+    no_lookups = spark.createDataFrame([], "cluster string, group_id string, known_from timestamp")
+    floors = commit_floors(framed, no_lookups)
+    narrowed = {row.group_id: row for row in narrowed_floors(framed, floors, 3_600_000).collect()}
 
     assert (narrowed["g"].is_narrowed, narrowed["g"].commit_floor_at) == (True, at(3600))
     assert "new" not in narrowed

@@ -2,7 +2,7 @@
 
 A member that leaves cleanly (LeaveGroup, or a KIP-848 leave heartbeat) triggers the rebalance at once;
 one that crashed is only removed when its session times out. So the silence between the member's last
-sign of life (the last record of the generation it belonged to, or its partitions' last commit) and
+sign of life (the last record that shows it alive, see below, or its partitions' last commit) and
 the end of the rebalance's join phase tells them apart:
 - silent < session timeout: it cannot have timed out -> 'clean';
 - session timeout <= silent <= session timeout + slack: -> 'timeout';
@@ -10,11 +10,15 @@ A KIP-848 member's session runs from its last heartbeat, and a commit may follow
 to one heartbeat interval (commits are not heartbeats there), so for those members the session
 timeout above is shortened by the heartbeat interval (both broker settings, not in the records).
 - longer: the records cannot tell (an idle member leaves no sign of life) -> 'unknown'.
-A share-group member commits no offset: its signs of life are the records its own heartbeats made the
-coordinator write (its metadata and current assignments, `share_member_records`), not the generation's
-records, which any member's heartbeat may have made (a 4.4.0 capture: the killed m3's session ran out
-5.7 s after the last member reconciled, 6.0 s after m3's own last record); and as no commit can follow
-them, the full session timeout applies.
+A classic generation's record is written when every member of it has joined, so it is a sign of life of
+each. A KIP-848, streams or share member's signs of life are its own records instead: those its own
+heartbeats made the coordinator write (its member metadata and current assignments with its member id,
+`member_own_records`), not the epoch's, which any member's heartbeat may have made. A crashed member
+stays in the group until its session runs out, and the epochs others cause meanwhile would make its
+fencing look like a prompt clean leave (kip848-crash, 4.2.1 and 4.4.0: the killed k2 was fenced 6.0 s
+after its own last record, 3.4 and 3.5 s after the epoch k4 joined in; share, 4.4.0: m3's session ran
+out 5.7 s after the last member reconciled, 6.0 s after m3's own last record). A share member commits no
+offset, so no commit can follow its own records and the full session timeout applies.
 
 Pause (eager groups only): every member stops consuming when an eager rebalance starts and resumes
 after it completes, so the gap in the group's commits around it - from its last commit at or before
@@ -32,7 +36,14 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from transforms.gold.generations import GROUP, GROUP_PROTOCOL_SHARE, INCARNATION, REBALANCE, member_key
+from transforms.gold.generations import (
+    GROUP,
+    GROUP_PROTOCOL_CLASSIC,
+    GROUP_PROTOCOL_SHARE,
+    INCARNATION,
+    REBALANCE,
+    member_key,
+)
 from transforms.gold.offsets import OFFSET_KEY
 from transforms.gold.timeline import earliest_after, latest_at_or_before
 
@@ -94,14 +105,16 @@ def _minute_ends_and_probed(commits: DataFrame, keys: Sequence[str], is_probed: 
 
 
 def _leavers(rebalances: DataFrame) -> DataFrame:
-    """framed rebalances -> one row per member that left, with its member_key."""
-    is_share = F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)
+    """framed rebalances -> one row per member that left, with its member_key; the generation's last record
+    is a sign of life of a classic member only (`has_own_records`: the others' are their own records)."""
+    has_own_records = F.col("group_protocol") != F.lit(GROUP_PROTOCOL_CLASSIC)
     return rebalances.select(
         *REBALANCE,
         "before_generation",
         "join_completed_at",
-        F.when(~is_share, F.col("before_last_recorded_at")).alias("before_last_recorded_at"),
-        is_share.alias("is_share"),
+        F.when(~has_own_records, F.col("before_last_recorded_at")).alias("before_last_recorded_at"),
+        has_own_records.alias("has_own_records"),
+        (F.col("group_protocol") == F.lit(GROUP_PROTOCOL_SHARE)).alias("is_share"),
         F.explode("left_members").alias("m"),
     ).withColumn("member_key", member_key(F.col("m")))
 
@@ -132,18 +145,18 @@ def _pause_probes(rebalances: DataFrame) -> DataFrame:
     )
 
 
-def commit_lookups(rebalances: DataFrame, assignments: DataFrame, share_member_records: DataFrame) -> DataFrame:
-    """framed rebalances + assignments + share members' own records -> the "latest commit at or before"
+def commit_lookups(rebalances: DataFrame, assignments: DataFrame, member_own_records: DataFrame) -> DataFrame:
+    """framed rebalances + assignments + members' own records -> the "latest commit at or before"
     lookups that members_left and pause_estimates make: (cluster, group_id, topic, partition, probed_at,
     known_from). A leaver's is in one partition; a pause's in any of its group's (topic and partition
     null). A commit earlier than `known_from` cannot change what the lookup yields: the leaver's last
-    sign of life is the latest of it and the generation's last record (a share member's: its own last
-    record), and a pause starts only from a commit at or after the generation before was recorded
+    sign of life is the latest of it and the generation's last record (an epoch group member's: its own
+    last record), and a pause starts only from a commit at or after the generation before was recorded
     (`before_recorded_at`). Their other lookup, the earliest commit after completion, looks forward
     from `recorded_at`."""
     leavers = _leavers(rebalances)
     last_records = leavers.join(
-        _last_own_records(leavers, share_member_records), on=[*REBALANCE, "member_key"], how="left"
+        _last_own_records(leavers, member_own_records), on=[*REBALANCE, "member_key"], how="left"
     ).select(*REBALANCE, "member_key", F.coalesce("before_last_recorded_at", "last_own_record_at").alias("known_from"))
     of_leavers = _leaver_probes(leavers, assignments).join(last_records, on=[*REBALANCE, "member_key"], how="inner")
     of_pauses = _pause_probes(rebalances).select(
@@ -193,13 +206,14 @@ def commit_times_read_by(rebalances: DataFrame, assignments: DataFrame, commits:
     return _minute_ends_and_probed(flagged, OFFSET_KEY, F.col("is_probed") | F.col("is_group_probed"))
 
 
-def _last_own_records(left: DataFrame, share_member_records: DataFrame) -> DataFrame:
-    """_leavers + share members' own records -> (rebalance, member_key, last_own_record_at) of share leavers."""
-    own_records = share_member_records.select(
+def _last_own_records(left: DataFrame, member_own_records: DataFrame) -> DataFrame:
+    """_leavers + members' own records -> (rebalance, member_key, last_own_record_at) of the leavers judged by
+    them (KIP-848, streams and share members), their last at or before the join."""
+    own_records = member_own_records.select(
         "cluster", "group_id", F.col("member_id").alias("own_member_id"), F.col("record_at").alias("own_record_at")
     )
     return (
-        left.where(F.col("is_share"))
+        left.where(F.col("has_own_records"))
         .select(*REBALANCE, "member_key", "join_completed_at", F.col("m.member_id").alias("own_member_id"))
         .join(own_records, on=["cluster", "group_id", "own_member_id"], how="inner")
         .where(F.col("own_record_at") <= F.col("join_completed_at"))
@@ -212,15 +226,15 @@ def members_left(
     rebalances: DataFrame,
     assignments: DataFrame,
     commits: DataFrame,
-    share_member_records: DataFrame,
+    member_own_records: DataFrame,
     departure_slack_ms: int,
     default_session_timeout_ms: int,
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
-    """framed rebalances (left_members, before_generation, ...) + share members' own records (cluster,
-    group_id, member_id, record_at) -> (rebalance, members_left: DEPARTUREs)."""
+    """framed rebalances (left_members, before_generation, ...) + members' own records (cluster, group_id,
+    member_id, record_at: `epochs.member_own_records`) -> (rebalance, members_left: DEPARTUREs)."""
     left = _leavers(rebalances)
-    last_own_records = _last_own_records(left, share_member_records)
+    last_own_records = _last_own_records(left, member_own_records)
     probes = _leaver_probes(left, assignments)
     last_commits = (
         latest_at_or_before(

@@ -41,7 +41,13 @@ from transforms.gold.generations import (
     with_incarnation,
 )
 from transforms.gold.ownership import RECORD_CURRENT_MEMBER
-from transforms.gold.streams_records import SOURCE_SUBTOPOLOGY, STREAMS_AS_CONSUMER_TYPES, with_streams_as_consumer
+from transforms.gold.streams_records import (
+    RECORD_STREAMS_CURRENT_MEMBER,
+    SOURCE_SUBTOPOLOGY,
+    STREAMS_AS_CONSUMER_TYPES,
+    STREAMS_MEMBER_METADATA,
+    with_streams_as_consumer,
+)
 from transforms.gold.topic_names import SOURCE_UNRESOLVED
 from transforms.gold.topic_names import topic_names as topic_names  # re-exported: jobs.steps.history calls it
 
@@ -60,6 +66,10 @@ SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER = 10, 14
 SHARE_AS_CONSUMER_TYPES = {11: RECORD_GROUP_EPOCH, SHARE_MEMBER_METADATA: RECORD_MEMBER_METADATA,
                            12: RECORD_TARGET_EPOCH, 13: RECORD_TARGET_MEMBER,
                            SHARE_CURRENT_MEMBER: RECORD_CURRENT_MEMBER}  # fmt: skip
+
+# A member's metadata and current assignment (consumer 5, 8; share 10, 14; streams 19, 22): its own records.
+OWN_MEMBER_RECORD_TYPES = (RECORD_MEMBER_METADATA, RECORD_CURRENT_MEMBER, SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER,
+                           STREAMS_MEMBER_METADATA, RECORD_STREAMS_CURRENT_MEMBER)  # fmt: skip
 
 ANCHOR = (*INCARNATION, "generation", "anchor_offset")
 
@@ -200,12 +210,13 @@ def as_consumer_records(consumer_group_records: DataFrame) -> DataFrame:
     )
 
 
-def share_member_records(consumer_group_records: DataFrame) -> DataFrame:
-    """consumer_group_records -> (cluster, group_id, member_id, record_at): each record a share-group
-    member's own heartbeat made the coordinator write (its metadata, type 10, on joining or changing; its
-    current assignment, type 14, on reconciling). The target records (12, 13) are written on whichever
-    member's heartbeat computed the epoch, so they are no sign of any one member's life."""
-    is_own = F.col("record_type").isin(SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER) & ~F.col("is_tombstone")
+def member_own_records(consumer_group_records: DataFrame) -> DataFrame:
+    """consumer_group_records -> (cluster, group_id, member_id, record_at): each record a KIP-848, share or
+    streams member's own heartbeat made the coordinator write (OWN_MEMBER_RECORD_TYPES: its metadata, on
+    joining or changing; its current assignment, on reconciling). The group's epoch and target records
+    are written on whichever member's heartbeat computed the epoch, and tombstones also when a member is
+    fenced, so they are no sign of any one member's life."""
+    is_own = F.col("record_type").isin(*OWN_MEMBER_RECORD_TYPES) & ~F.col("is_tombstone")
     return consumer_group_records.where(is_own).select("cluster", "group_id", "member_id", "record_at")
 
 

@@ -218,7 +218,7 @@ def rebalances(
     changes: DataFrame,
     assignments: DataFrame,
     commits: DataFrame,
-    share_member_records: DataFrame,
+    member_own_records: DataFrame,
     standby_moves: DataFrame,
     *,
     departure_slack_ms: int,
@@ -226,7 +226,7 @@ def rebalances(
     default_heartbeat_interval_ms: int,
 ) -> DataFrame:
     """framed (`logical_rebalances`) + changes (`assignment_math.partition_changes`) + assignments + counted commits
-    + share members' own records (`epochs.share_member_records`) + streams groups' standby moves
+    + members' own records (`epochs.member_own_records`) + streams groups' standby moves
     (`streams_members.standby_task_moves`) -> gold `rebalances`."""
     after_members = framed.select(*REBALANCE, F.explode("members").alias("m")).select(
         *REBALANCE, member_key(F.col("m")).alias("member_key"), F.col("m.subscribed_topics").alias("subscribed_topics")
@@ -236,7 +236,7 @@ def rebalances(
         framed,
         assignments,
         commits,
-        share_member_records,
+        member_own_records,
         departure_slack_ms,
         default_session_timeout_ms,
         default_heartbeat_interval_ms,

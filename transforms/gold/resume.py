@@ -26,9 +26,10 @@ A group whose changes or generations lack a position or a time, or lie in more t
 which has no change at all (touched by a renamed topic id) settles none.
 
 The rebalances computed read commits from the group's `commit_floor_at`: the minute of the earliest
-`before_recorded_at` / `before_last_recorded_at` among them (a rebalance without either, an
-incarnation's first, reads no commit). A reading never uses an earlier commit: a leaver's last sign of
-life is the latest of its generation's last record and its commits (departures.members_left), and a
+`before_recorded_at` / `before_last_recorded_at` among them, or of a leaver's own last record (a
+rebalance without either, an incarnation's first, reads no commit). A reading never uses an earlier
+commit: a leaver's last sign of life is the latest of its commits and its generation's last record (a
+KIP-848, streams or share member's: its own last record; departures.members_left), and a
 pause counts only from a commit in the generation before (departures.pause_estimates). Whole minutes, as
 departures.commit_times_around reduces commits by minute. Such a floor can lie days back (a group stable
 for a week: its `before` generation), while a lookup nearly always lands minutes before it: so a run
@@ -113,16 +114,21 @@ def settled_rebalances(rebalances: DataFrame, generations: DataFrame, starts: Da
     )
 
 
-def commit_floors(framed: DataFrame) -> DataFrame:
-    """The framed rebalances to compute -> (cluster, group_id, commit_floor_at) per group whose rebalances
-    read commits: the minute its commit readings start at. A rebalance after no generation of the log
-    (an incarnation's first) reads none: it has no leavers, and no pause (departures._pause_probes)."""
-    earliest = F.least("before_recorded_at", "before_last_recorded_at")
+def commit_floors(framed: DataFrame, lookups: DataFrame) -> DataFrame:
+    """The framed rebalances to compute + their departures.commit_lookups -> (cluster, group_id,
+    commit_floor_at) per group whose rebalances read commits: the minute its commit readings start at,
+    that of the earliest generation a rebalance reads or sign of life a lookup starts from (a KIP-848 or
+    streams leaver's own last record can precede both generations of its rebalance). A rebalance after
+    no generation of the log (an incarnation's first) reads none: it has no leavers, and no pause
+    (departures._pause_probes)."""
+    generations_read = framed.select(*GROUP, F.least("before_recorded_at", "before_last_recorded_at").alias("from_at"))
+    known = lookups.select(*GROUP, F.col("known_from").alias("from_at"))
     return (
-        framed.where(earliest.isNotNull())
+        generations_read.unionByName(known)
+        .where(F.col("from_at").isNotNull())
         .groupBy(*GROUP)
         .agg(
-            F.timestamp_millis(F.floor(F.unix_millis(F.min(earliest)) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)).alias(
+            F.timestamp_millis(F.floor(F.unix_millis(F.min("from_at")) / F.lit(MINUTE_MS)) * F.lit(MINUTE_MS)).alias(
                 "commit_floor_at"
             ),
         )

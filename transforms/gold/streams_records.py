@@ -21,9 +21,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
-RECORD_STREAMS_CURRENT_MEMBER = 22
+STREAMS_MEMBER_METADATA, RECORD_STREAMS_CURRENT_MEMBER = 19, 22
 # Consumer twin types: 3 group epoch, 5 member metadata, 6 target epoch, 7 target member, 8 current member.
-STREAMS_AS_CONSUMER_TYPES = {17: 3, 19: 5, 20: 6, 21: 7, RECORD_STREAMS_CURRENT_MEMBER: 8}
+STREAMS_AS_CONSUMER_TYPES = {17: 3, STREAMS_MEMBER_METADATA: 5, 20: 6, 21: 7, RECORD_STREAMS_CURRENT_MEMBER: 8}
 # Streams MemberState bytes (org.apache.kafka.coordinator.group.streams.MemberState, 4.2.1): 1 STABLE,
 # 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS, 0 UNKNOWN; a consumer member's are one lower (0 STABLE,
 # 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS), so the twin's state is the streams state minus one.
