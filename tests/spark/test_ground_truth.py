@@ -69,9 +69,27 @@ def causes_between(events: list[dict], group: str, before: Settled | None, after
             causes.add("member_left_after_timeout")
         elif event["event"] == "partitions_added" and any(p.startswith(event["topic"] + "-") for p in after.owners):
             causes.add("partitions_added")
+    # A KIP-848 member killed before the window stays in the group until its session runs out, through
+    # epochs others cause meanwhile (kip848-crash): gone now, it was fenced in between.
+    if any(last_act(events, member, after) == "member_killed" for member in previous - after.members):
+        causes.add("member_left_after_timeout")
     if previous and not after.members:
         causes.add("group_emptied")
     return causes
+
+
+def last_act(events: list[dict], member: str, until: Settled) -> str | None:
+    """What the lab last did to the member keyed `member` before the state `until` (started, stopped,
+    killed), by the driver's own events."""
+    names = owner_names(events)
+    acts = [
+        e["event"]
+        for index, e in enumerate(events)
+        if (index < until.index if until.index is not None else e["at_ms"] <= until.at_ms)
+        and e["event"] in ("member_started", "member_stopped", "member_killed")
+        and names.get(e.get("member")) == member
+    ]
+    return acts[-1] if acts else None
 
 
 def settled_history(scenario: dict, group: str) -> list[Settled]:
@@ -221,3 +239,42 @@ def test_partition_movements_name_the_partitions_and_owners_the_clients_saw(lab,
         assert len(rows) == len(observed), f"a partition moved twice in one rebalance: {rows}"
         # The lab names each client after its member (client.id), static ones by their instance id.
         assert observed == wanted, f"{capture.cluster} {group} generation {generation}"
+
+
+def dynamic_kip848_leavers(scenario: dict) -> set[str]:
+    """The dynamic `consumer`-protocol members the lab stopped or killed (a static member's stop is a
+    temporary leave, epoch -2, which waits for its session)."""
+    dynamic = {
+        e["member"]
+        for e in scenario["events"]
+        if e["event"] == "member_started" and e.get("protocol") == "consumer" and not e.get("instance_id")
+    }
+    return {e["member"] for e in scenario["events"] if e["event"] in ("member_stopped", "member_killed")} & dynamic
+
+
+# A KIP-848 member's departure is judged by its own records and commits, not by epochs others caused.
+EPOCH_CAPTURES = [c for c in CAPTURES if dynamic_kip848_leavers(c.scenario)]
+
+
+@pytest.mark.parametrize("capture", EPOCH_CAPTURES, ids=[c.cluster for c in EPOCH_CAPTURES])
+def test_a_killed_kip848_member_left_after_timeout_and_a_stopped_one_cleanly(lab, capture):
+    """Every departure of a dynamic KIP-848 member the lab killed reads 'timeout', of one it stopped 'clean'."""
+    where = f"cluster = '{capture.cluster}'"
+    clients = {
+        (row.group_id, row.m.member_id): row.m.client_id
+        for row in lab["generations"].where(where).selectExpr("group_id", "explode(members) AS m").collect()
+    }
+    departures = [
+        (row.group_id, clients[(row.group_id, row.d.member_id)], row.d.how)
+        for row in lab["rebalances"]
+        .where(f"{where} AND rebalance_protocol = 'consumer'")
+        .selectExpr("group_id", "explode(members_left) AS d")
+        .where("d.group_instance_id IS NULL")
+        .collect()
+    ]
+    acts = {
+        e["member"]: e["event"] for e in capture.scenario["events"] if e["event"] in ("member_stopped", "member_killed")
+    }
+    wanted = {"member_killed": "timeout", "member_stopped": "clean"}
+    assert {client for _, client, _ in departures} == dynamic_kip848_leavers(capture.scenario), capture.cluster
+    assert [(group, client, wanted[acts[client]]) for group, client, _ in departures] == departures
