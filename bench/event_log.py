@@ -16,7 +16,7 @@ step's time goes when it is spread over many small queries (the twenty-fourth se
 `--stages EXECUTION` then lists the stages of one execution (and those run under it) by task time, with
 their tasks and the rows they read from files and from shuffles and wrote to shuffles: which pass over
 the data costs, and whether one runs twice (the twenty-seventh session's range sample). The sixth and
-nineteenth sessions' profiles in bench/README.md were made this way.
+nineteenth XX were made this way.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ partitions as starts) three ways, alternating, in one session:
   joined  the step's own: a broadcast join on the four columns, then `record_at >= start_at`
 
 The first round warms the JVM up and is left out of the medians; printed: each variant's median wall
-seconds and its ratio to plain. Thirty-first session (bench/README.md), the 10M estate's warehouse as
+seconds and its ratio to plain. Thirty-first session (docs/bench-log.md), the 10M estate's warehouse as
 night 7 finds it, 9.7M rows, idle machine, the job's 8 shuffle partitions: plain 1.74 s, semi 2.47
 (1.42), joined 2.35 (1.36): the key lookup, not the join's output, is the cost.
 """

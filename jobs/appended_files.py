@@ -2,7 +2,7 @@
 
 Delta's change feed is a relation that hands Spark its rows as external Row objects: each row is
 converted out of Spark's internal format and back, about twice the CPU of reading the same files
-(bench/README.md, nineteenth and twentieth sessions). A version that only added files of new data (a
+(docs/bench-log.md, nineteenth and twentieth sessions). A version that only added files of new data (a
 blind append: ingest's and decode's writes, nearly every version the nightly reads) has exactly those
 files' rows as its changes, every one an insert. `range_files` names those versions and their files,
 from Delta's own log (DeltaLog.getChanges, the list the change feed itself reads), so that a reader

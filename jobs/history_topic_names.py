@@ -3,7 +3,7 @@
 KIP-848 groups name their partitions by topic id, and a v4 offset commit names one (transforms/gold/
 topic_names.py ranks it among the other sources). A broker that writes ids writes one with every commit,
 so finding the pairs read every commit the cluster ever had, each night: the one read of the history step
-that grew with the table (bench/README.md, fifteenth session). The pairs are few and kept here instead; a
+that grew with the table (docs/bench-log.md, fifteenth session). The pairs are few and kept here instead; a
 night adds those of the commits it inserted. A night that deleted commits (a forget) reads all of them
 again, since a pair may have lost its last commit.
 

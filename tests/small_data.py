@@ -8,7 +8,7 @@ run time (adaptive execution renders and re-plans each query as its stages finis
 query shows the listener is the short one: the two were a tenth of a warm 170-record nightly's time and
 its JVM's CPU. Delta writes no checksum file (`_delta_log/*.crc`) beside each commit: computing one
 made each commit of a new table run a query over its state, and skipping it cut a warm nightly's wall
-time and JVM CPU by about a tenth (bench/README.md); the tables and their logs are otherwise Delta's
+time and JVM CPU by about a tenth (docs/bench-log.md); the tables and their logs are otherwise Delta's
 own, and the shipped settings keep the checksums. The README's own commands run with the shipped
 settings, so the compiled and adaptive paths and the checksums are exercised too
 (tests/integration/test_sql_views.py).
@@ -17,7 +17,7 @@ Each Spark JVM the suite starts as a process of its own (spark-submit runs, the 
 Connect servers) lives a minute or two, and a thread-by-thread count of a 170-record nightly's JVM put
 a third of its CPU in the C2 compiler, for code that ran for seconds. Such JVMs compile with C2 only what
 is hot sixteen times over (SHORT_JVM_OPTIONS: tier-4 thresholds 16 to 40 times HotSpot's); the answers are the
-same, only the compiler's work differs (bench/README.md, "JIT thresholds of the suite's short JVMs"). The
+same, only the compiler's work differs (docs/bench-log.md, "JIT thresholds of the suite's short JVMs"). The
 suite's own long-lived sessions keep the defaults: they run for an hour and their warm code is C2's.
 """
 

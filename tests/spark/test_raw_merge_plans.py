@@ -2,7 +2,7 @@
 
 Spark sizes the Python reader's read of segment files by its list of tasks (one row per partition directory), so it took
 any such read for a few bytes and broadcast it: on a catch-up night of 46M records the merge filled the
-driver's heap and the nightly failed (bench/README.md). The plans are read from Spark's own record of
+driver's heap and the nightly failed (docs/bench-log.md). The plans are read from Spark's own record of
 the executions the merge ran (its SQL status store, kept with the UI off too).
 """
 

@@ -52,7 +52,7 @@ def commits_per_day(offset_commits: DataFrame) -> DataFrame:
     """silver offset_commits -> (group, day, commit_count, first_at, last_at): each group's counted commits
     summed up per day, the only form of the commits group_daily reads. Hold it before handing it over: it
     is read four times, each read wanting other columns, so the plans share no exchange and Spark would
-    scan every commit four times (measured on the 10M estate: bench/README.md, fifteenth session)."""
+    scan every commit four times (measured on the 10M estate: docs/bench-log.md, fifteenth session)."""
     return (
         filter_uncounted_commits(offset_commits)
         .groupBy(*GROUP, F.to_date("record_at").alias("day"))
