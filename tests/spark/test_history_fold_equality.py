@@ -6,6 +6,7 @@ Python; every row of gold `generations`, `generation_assignments`, `generation_c
 `partition_movements` and `rebalance_frequency` must equal the Spark rows of that group, column for
 column. Folding each group's
 log in two at every cut, as a first and a continuing night would, must give the same rows again.
+Its cost beside the shared fixture: 5.0 s (collecting the rows, then about 2 s of folding; 2 cores).
 """
 
 from __future__ import annotations
