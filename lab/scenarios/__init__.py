@@ -23,6 +23,7 @@ SCENARIO_MODULES = {
     "kip848": "kip848",
     "kip848-handover": "kip848_handover",
     "kip848-crash": "kip848_crash",
+    "kip848-static": "kip848_static",
     "connect": "connect",
     "streams": "streams",
     "share": "share",
