@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from transforms.history.generations import GROUP_PROTOCOL_CLASSIC
-
 CONSUMER_PROTOCOL_TYPE = "consumer"
 MORE_MEMBERS_THAN_PARTITIONS = "more_members_than_partitions"
 ASSIGNOR_GAVE_NONE = "assignor_gave_none"
@@ -63,7 +61,7 @@ def capacity_row(group: Mapping, entry: Mapping, valid_until) -> dict | None:
         **group,
         "incarnation": entry["incarnation"],
         "generation": entry["generation"],
-        "group_protocol": GROUP_PROTOCOL_CLASSIC,
+        "group_protocol": entry["group_protocol"],
         "recorded_at": entry["recorded_at"],
         "valid_until": valid_until,
         "member_count": len(counts),

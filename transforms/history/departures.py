@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from transforms.history.generations import member_key
@@ -56,16 +56,22 @@ def _sort_key(departure: Mapping) -> tuple:
     return tuple((value is not None, value if value is not None else 0) for value in departure.values())
 
 
+# A KIP-848 member's last own record at or before a time: (member_id, at) -> its time, or None.
+OwnRecords = Callable[[str, datetime], datetime | None]
+
+
 def members_left(
     left_members: Sequence[Mapping],
     before_owned: Sequence[Mapping],
-    before_last_recorded_at: datetime,
+    before_last_recorded_at: datetime | None,
     join_completed_at: datetime,
     commits: CommitTimes,
     settings: HistorySettings,
+    own_records: OwnRecords | None = None,
 ) -> list[dict]:
-    """Each member that left -> its DEPARTURE: its last sign of life (the last record of the generation it
-    left, or its partitions' last commit at or before the join) and what the silence says."""
+    """Each member that left -> its DEPARTURE: its last sign of life (a classic member: the last record of
+    the generation it left; a KIP-848 member: its last own record, `own_records`, with no generation's
+    record given; either: its partitions' last commit at or before the join) and what the silence says."""
     departures = []
     for member in left_members:
         key = member_key(member)
@@ -74,7 +80,8 @@ def members_left(
             for owned in before_owned
             if owned["member_key"] == key
         ]
-        signs = [at for at in (before_last_recorded_at, *commit_times) if at is not None]
+        own = None if own_records is None else own_records(member["member_id"], join_completed_at)
+        signs = [at for at in (before_last_recorded_at, own, *commit_times) if at is not None]
         last_seen = max(signs) if signs else None
         silent_ms = None if last_seen is None else unix_millis(join_completed_at) - unix_millis(last_seen)
         session_ms = member["session_timeout_ms"]

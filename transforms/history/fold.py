@@ -19,15 +19,16 @@ the state still holds it, where a fold from scratch always would.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
-from transforms.history import capacity, frequency, generations, rebalances
+from transforms.history import capacity, epoch_fold, epochs, frequency, generations, rebalances
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
-FOLD_VERSION = 1
+FOLD_VERSION = 2
 # Tables keyed by (incarnation, generation); rebalance_frequency is keyed by period (frequency.py).
 GENERATION_TABLES = (
     "generations",
@@ -57,11 +58,15 @@ class State:
     idle_run_started_at: datetime | None = None  # of the incarnation's run of generations with idle members
     frequency_from: datetime | None = None  # the day from which the next fold emits rebalance_frequency
     settled_hours: list[list] = field(default_factory=list)  # [hour, rebalances, moves] below the frontier
+    replay: dict | None = None  # a KIP-848 group's: what its records say now (epochs.py); None: a classic group
+    own_records: dict = field(default_factory=dict)  # KIP-848: member_id -> its own records' times (epoch_fold)
     fold_version: int = FOLD_VERSION
 
     @property
     def commits_from(self) -> datetime | None:
         """The earliest commit time the next fold can read (None: none before its new records)."""
+        if self.replay is not None:
+            return epoch_fold.commits_from(self)
         return self.entries[0]["recorded_at"] if self.entries else None
 
     def to_dict(self) -> dict:
@@ -106,21 +111,27 @@ def fold(
     records: Iterable[Mapping],
     commits: Iterable[tuple] = (),
     settings: HistorySettings = DEFAULT_SETTINGS,
+    topic_names: epoch_fold.epoch_rows.TopicNames | None = None,
 ) -> tuple[Rows, State | None]:
+    """`topic_names`: a KIP-848 group's topic id -> (topic, topic_name_source), for the ids its records
+    name (epoch_rows.py); rows from the frontier on are named with it."""
     records = list(records)
     if state is None and not records:
         return Rows(None, None, {name: [] for name in TABLES}), None
     if state is None:
-        state = State(records[0]["cluster"], records[0]["group_id"])
-    new = replace(state, entries=[dict(entry) for entry in state.entries])  # entries are changed in place
+        replay = epochs.new_replay() if "record_type" in records[0] else None
+        state = State(records[0]["cluster"], records[0]["group_id"], replay=replay)
+    new = copy.deepcopy(state)  # entries, and a KIP-848 group's holdings in them, are changed in place
     for record in records:
         position = [record["source_partition"], record["source_offset"]]
         if new.last_position is not None and position <= new.last_position:
             raise ValueError(f"record at {position} is not after {new.last_position}: re-fold the group from None")
-        _add(new, record)
+        if ("record_type" in record) != (new.replay is not None):
+            raise ValueError(f"record at {position}: classic and KIP-848 records in one group are not folded yet")
+        epoch_fold.add(new, record) if new.replay is not None else _add(new, record)
         new.last_position = position
     _decide_revoke_rounds(new, settings)
-    tables, open_entries = _rows(new, CommitTimes(commits), settings)
+    tables, open_entries = _rows(new, CommitTimes(commits), settings, topic_names or {})
     emitted = {name: [row for row in rows if is_at_or_after(state.frontier, row)] for name, rows in tables.items()}
     last_recorded_at = max((entry["last_recorded_at"] for entry in new.entries), default=None)
     frontier_at = _trim(new, open_entries)
@@ -196,10 +207,12 @@ def _decide_revoke_rounds(state: State, settings: HistorySettings) -> None:
                 entry["is_revoke_round"] = False
 
 
-def _rows(state: State, commits: CommitTimes, settings: HistorySettings) -> tuple[dict, list[dict]]:
+def _rows(state: State, commits: CommitTimes, settings: HistorySettings, names) -> tuple[dict, list[dict]]:
     """Every row the tail's entries give, and the closing generations whose rebalance can still change."""
     group = {"cluster": state.cluster, "group_id": state.group_id}
     tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+    if state.replay is not None:
+        return tables, epoch_fold.rows(state, commits, settings, names, tables)
     for index, entry in enumerate(state.entries):
         tables["generations"].append(generations.generation_row(group, entry))
         if entry["is_deletion"]:
@@ -230,7 +243,11 @@ def _trim(state: State, open_entries: list[dict]) -> datetime | None:
     live_now = [i for i, e in enumerate(entries) if e["incarnation"] == state.incarnation and not e["is_deletion"]]
     if live_now:
         candidates.append(live_now[-1])
+    if state.replay is not None:
+        candidates.extend(epoch_fold.changing(state))
     if not candidates:
+        if state.replay is not None:
+            epoch_fold.trimmed(state, len(entries))
         state.entries, state.frontier = [], {"incarnation": state.incarnation, "generation": None}
         return None
     start = min(candidates)
@@ -240,6 +257,8 @@ def _trim(state: State, open_entries: list[dict]) -> datetime | None:
         start -= 1
         if not entries[start]["is_revoke_round"]:
             break  # the closing generation before the frontier's rounds: its rebalance's "before"
+    if state.replay is not None:
+        epoch_fold.trimmed(state, start)
     state.entries = entries[start:]
     return frontier["recorded_at"]
 

@@ -38,17 +38,22 @@ def _replacements(members: Sequence[Mapping], previous: Sequence[Mapping], repla
     return found
 
 
+def skipped_generations(generation: int | None, previous_generation: int | None) -> int | None:
+    """Generation numbers between a generation and the one before it: rounds that never completed."""
+    if generation is None or previous_generation is None:
+        return None
+    return max(generation - previous_generation - 1, 0)
+
+
 def new_entry(record: Mapping, incarnation: int, previous_generation: int | None) -> dict:
     """The entry a record starts: a generation's first record, or a deletion (a tombstone)."""
     is_deletion = record["is_tombstone"]
     generation = None if is_deletion else record["generation"]
-    skipped = None
-    if generation is not None and previous_generation is not None:
-        skipped = max(generation - previous_generation - 1, 0)
     return {
         "incarnation": incarnation,
         "generation": generation,
         "is_deletion": is_deletion,
+        "group_protocol": GROUP_PROTOCOL_CLASSIC,
         "protocol_type": None if is_deletion else record["protocol_type"],
         "assignor": None if is_deletion else record["protocol"],
         "leader": None if is_deletion else record["leader"],
@@ -62,7 +67,7 @@ def new_entry(record: Mapping, incarnation: int, previous_generation: int | None
         "source_partition": record["source_partition"],
         "source_offset": record["source_offset"],
         "previous_generation": previous_generation,
-        "skipped_generation_count": skipped,
+        "skipped_generation_count": skipped_generations(generation, previous_generation),
         "is_revoke_round": None,  # decided once the next generation (or the incarnation's end) is known
     }
 
@@ -77,14 +82,15 @@ def add_record(entry: dict, record: Mapping) -> None:
 
 
 def generation_row(group: Mapping, entry: Mapping) -> dict:
-    """An entry -> its row of gold `generations`."""
+    """An entry -> its row of gold `generations` (a KIP-848 epoch's states when it was reconciled)."""
     members = entry["members"]
     state = STATE_DELETED if entry["is_deletion"] else STATE_STABLE if members else STATE_EMPTY
+    reconciled_at = None if entry["is_deletion"] else entry["recorded_at"]
     return {
         **group,
         "incarnation": entry["incarnation"],
         "generation": entry["generation"],
-        "group_protocol": GROUP_PROTOCOL_CLASSIC,
+        "group_protocol": entry["group_protocol"],
         "state": state,
         "previous_generation": entry["previous_generation"],
         "skipped_generation_count": entry["skipped_generation_count"],
@@ -94,7 +100,7 @@ def generation_row(group: Mapping, entry: Mapping) -> dict:
         "join_completed_at": entry["join_completed_at"],
         "recorded_at": entry["recorded_at"],
         "last_recorded_at": entry["last_recorded_at"],
-        "reconciled_at": None if entry["is_deletion"] else entry["recorded_at"],
+        "reconciled_at": entry.get("reconciled_at", reconciled_at),
         "record_count": entry["record_count"],
         "member_count": len(members),
         "members": members,

@@ -16,28 +16,41 @@ from transforms.history import departures, movement
 from transforms.history.generations import GROUP_PROTOCOL_CLASSIC, member_key, owned_partitions
 from transforms.history.settings import HistorySettings
 
-PROTOCOL_EAGER, PROTOCOL_COOPERATIVE = "eager", "cooperative"
+PROTOCOL_EAGER, PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER = "eager", "cooperative", "consumer"
+GROUP_PROTOCOL_CONSUMER = "consumer"
 COOPERATIVE_ASSIGNORS = ("cooperative-sticky", "compatible", "sessioned")  # consumer; Connect (KIP-415, KIP-507)
 MEMBER_REF_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host")
 
 
-def rebalance_protocol(assignor: str | None) -> str:
+def rebalance_protocol(assignor: str | None, group_protocol: str = GROUP_PROTOCOL_CLASSIC) -> str:
+    if group_protocol == GROUP_PROTOCOL_CONSUMER:
+        return PROTOCOL_CONSUMER
     return PROTOCOL_COOPERATIVE if assignor in COOPERATIVE_ASSIGNORS else PROTOCOL_EAGER
 
 
-def is_revoke_round(entry: Mapping, previous: Mapping | None, following: Mapping, round_gap_fallback_ms: int) -> bool:
-    """Whether a generation with a successor in its incarnation only revoked (its rebalance goes on)."""
+def _goes_on(entry: Mapping, previous: Mapping | None) -> bool:
+    """Whether a generation's rebalance goes on in the next, if that follows in time: a cooperative round
+    that revoked partitions from members that stay; a KIP-848 epoch with a member whose regex the
+    coordinator has not resolved yet (it subscribes to nothing: the next epoch completes its join)."""
+    if entry["group_protocol"] == GROUP_PROTOCOL_CONSUMER:
+        return any(not m["subscribed_topics"] for m in entry["members"])
     if rebalance_protocol(entry["assignor"]) != PROTOCOL_COOPERATIVE or previous is None:
         return False
     keys = {member_key(m) for m in entry["members"]}
     assigned = {(o["topic"], o["partition"]) for o in owned_partitions(entry)}
-    revoked_pending = any(
+    return any(
         o["member_key"] in keys and (o["topic"], o["partition"]) not in assigned for o in owned_partitions(previous)
     )
+
+
+def is_revoke_round(entry: Mapping, previous: Mapping | None, following: Mapping, round_gap_fallback_ms: int) -> bool:
+    """Whether a generation with a successor in its incarnation only revoked (its rebalance goes on)."""
+    if not _goes_on(entry, previous):
+        return False
     timeouts = [m["rebalance_timeout_ms"] for m in entry["members"] if m["rebalance_timeout_ms"] is not None]
     round_gap_ms = max(timeouts) if timeouts else round_gap_fallback_ms
     gap_ms = departures.unix_millis(following["recorded_at"]) - departures.unix_millis(entry["recorded_at"])
-    return revoked_pending and gap_ms <= round_gap_ms
+    return gap_ms <= round_gap_ms
 
 
 def logical_rebalances(live: Sequence[Mapping]) -> list[tuple[list[Mapping], Mapping, Mapping | None]]:
@@ -117,9 +130,11 @@ def rebalance_rows(
     before: Mapping | None,
     commits: departures.CommitTimes,
     settings: HistorySettings,
+    own_records: departures.OwnRecords | None = None,
 ) -> tuple[dict, list[dict], bool]:
     """One logical rebalance -> (its `rebalances` row, its `partition_movements` rows, whether its row
-    can still change: an eager pause that waits for the group's first commit after it)."""
+    can still change: an eager pause that waits for the group's first commit after it). `own_records`:
+    a KIP-848 group's, its members' signs of life (departures.members_left)."""
     first = rounds[0]
     key = {**group, "incarnation": closing["incarnation"], "generation": closing["generation"]}
     join_completed_at = first["join_completed_at"] or first["recorded_at"]
@@ -128,20 +143,22 @@ def rebalance_rows(
     membership = _membership(closing, before_members)
     left = []
     if membership["left_members"]:
-        last_recorded_at = before["last_recorded_at"]
+        last_recorded_at = before["last_recorded_at"] if own_records is None else None
+        leavers = membership["left_members"]
         left = departures.members_left(
-            membership["left_members"], before_owned, last_recorded_at, join_completed_at, commits, settings
+            leavers, before_owned, last_recorded_at, join_completed_at, commits, settings, own_records
         )
     changes = movement.partition_changes(before_owned, owned_partitions(closing), closing["members"])
     moves = movement.movement_columns(changes, closing["members"])
-    protocol = rebalance_protocol(closing["assignor"] or (before["assignor"] if before is not None else None))
+    assignor = closing["assignor"] or (before["assignor"] if before is not None else None)
+    protocol = rebalance_protocol(assignor, closing["group_protocol"])
     pause_ms, pause_method, is_open = _pause(protocol, join_completed_at, closing, before, commits)
     causes = _causes(bool(closing["members"]), bool(before_members), membership, [d["how"] for d in left], moves)
     row = {
         **key,
         "previous_generation": before["generation"] if before is not None else None,
         "first_round_generation": first["generation"],
-        "group_protocol": GROUP_PROTOCOL_CLASSIC,
+        "group_protocol": closing["group_protocol"],
         "rebalance_protocol": protocol,
         "assignor": closing["assignor"],
         "join_completed_at": join_completed_at,

@@ -62,3 +62,60 @@ def classic_records(metadata_rows: Iterable[Mapping], member_rows: Iterable[Mapp
         written = sorted(members_by_record.get(row["record_id"], []), key=lambda member: member["member_index"])
         records.append({**{name: row[name] for name in RECORD_FIELDS}, "members": [gold_member(m) for m in written]})
     return sorted(records, key=lambda record: tuple(record[name] for name in LOG_ORDER))
+
+
+# KIP-848 records (types 3-8, 16): what the fold reads of silver `consumer_group_records`. Type 4 (partition
+# metadata) names topics, outside the fold (its `topic_names` input), but stays in the sequence: a group
+# deletion right after another is a repeat only when no record came between.
+CONSUMER_GROUP_RECORD_TYPES = (3, 4, 5, 6, 7, 8, 16)
+# What a member's metadata (type 5) says of it.
+MEMBER_METADATA_FIELDS = (
+    "instance_id",
+    "client_id",
+    "client_host",
+    "rack_id",
+    "rebalance_timeout_ms",
+    "server_assignor",
+    "subscribed_topic_names",
+    "subscribed_topic_regex",
+)
+CONSUMER_RECORD_FIELDS = (
+    "cluster",
+    "group_id",
+    *LOG_ORDER,
+    "record_at",
+    "record_type",
+    "is_tombstone",
+    "member_id",
+    "regular_expression",
+    "group_epoch",
+    "assignment_epoch",
+    "member_epoch",
+    "member_state",
+    *MEMBER_METADATA_FIELDS,
+    "assigned_partitions",
+    "partitions_pending_revocation",
+    "resolved_topics",
+)
+
+
+def _topic_id_partitions(value) -> list[dict] | None:
+    if value is None:
+        return None
+    return [{"topic_id": tp["topic_id"], "partitions": list(tp["partitions"] or [])} for tp in value]
+
+
+def consumer_records(rows: Iterable[Mapping]) -> list[dict]:
+    """One KIP-848 group's `consumer_group_records` rows -> its records of CONSUMER_GROUP_RECORD_TYPES in log
+    order, each with the fields of CONSUMER_RECORD_FIELDS (topic-id partitions as plain lists)."""
+    records = []
+    for row in rows:
+        if row["record_type"] not in CONSUMER_GROUP_RECORD_TYPES:
+            continue
+        record = {name: row[name] for name in CONSUMER_RECORD_FIELDS}
+        for name in ("assigned_partitions", "partitions_pending_revocation"):
+            record[name] = _topic_id_partitions(record[name])
+        for name in ("subscribed_topic_names", "resolved_topics"):
+            record[name] = None if record[name] is None else list(record[name])
+        records.append(record)
+    return sorted(records, key=lambda record: tuple(record[name] for name in LOG_ORDER))
