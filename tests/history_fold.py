@@ -1,8 +1,9 @@
 """Folding a group's log in one go or in two, as a first night and a continuing one would: what the fold
 tests (unit, and Spark against the lab captures) compare.
 
-A log is the group's records (records.classic_records' shape) and its counted commits as dicts with
-`topic`, `partition`, `record_at` and the log position (`source_partition`, `source_offset`).
+A log is the group's records (records.classic_records' or records.consumer_records' shape) and its counted
+commits as dicts with `topic`, `partition`, `record_at` and the log position (`source_partition`,
+`source_offset`). A KIP-848 group's topic names (`names`, fold's `topic_names`) are the same for both folds.
 """
 
 from __future__ import annotations
@@ -30,18 +31,20 @@ def replaced(stored: Mapping[str, list], rows: Rows) -> dict[str, list]:
     }
 
 
-def fold_at_once(records, commits, settings: HistorySettings = DEFAULT_SETTINGS) -> dict[str, list]:
-    rows, _ = fold(None, records, commit_times(commits), settings)
+def fold_at_once(records, commits, settings: HistorySettings = DEFAULT_SETTINGS, names=None) -> dict[str, list]:
+    rows, _ = fold(None, records, commit_times(commits), settings, names)
     return rows.tables
 
 
-def fold_in_two(records, commits, cut: int, settings: HistorySettings = DEFAULT_SETTINGS) -> dict[str, list]:
+def fold_in_two(
+    records, commits, cut: int, settings: HistorySettings = DEFAULT_SETTINGS, names=None
+) -> dict[str, list]:
     """Folds the log up to position `cut` (counted over records and commits in log order), stores the
     state as JSON would, then folds the rest from it: the second fold reads the commits from the state's
     `commits_from` on (all after the cut when it names none)."""
     log = sorted([*records, *commits], key=lambda item: tuple(item[name] for name in LOG_ORDER))
     before, after = log[:cut], log[cut:]
-    first, state = fold(None, _records(before), commit_times(_commits(before)), settings)
+    first, state = fold(None, _records(before), commit_times(_commits(before)), settings, names)
     stored = replaced({}, first)
     if state is not None:  # stored as the state table would hold it
         state = State.from_dict(json.loads(json.dumps(state.to_dict())))
@@ -49,7 +52,7 @@ def fold_in_two(records, commits, cut: int, settings: HistorySettings = DEFAULT_
         later = [c for c in commits if c["record_at"] >= state.commits_from]
     else:
         later = _commits(after)
-    second, _ = fold(state, [i for i in after if "members" in i], commit_times(later), settings)
+    second, _ = fold(state, _records(after), commit_times(later), settings, names)
     return replaced(stored, second)
 
 
@@ -58,12 +61,16 @@ def in_order(tables: Mapping[str, list]) -> dict[str, list]:
     return {name: sorted(tables.get(name, []), key=repr) for name in TABLES}
 
 
+def _is_record(item: Mapping) -> bool:
+    return "members" in item or "record_type" in item
+
+
 def _records(log: Sequence[Mapping]) -> list[Mapping]:
-    return [item for item in log if "members" in item]
+    return [item for item in log if _is_record(item)]
 
 
 def _commits(log: Sequence[Mapping]) -> list[Mapping]:
-    return [item for item in log if "members" not in item]
+    return [item for item in log if not _is_record(item)]
 
 
 # Silver rows by keyword, for sequences written out in tests. Times are seconds after T0.

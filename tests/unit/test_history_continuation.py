@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.history_epochs import NAMES
 from tests.history_fold import fold_at_once, fold_in_two, in_order
+from tests.unit.test_history_epochs import SETTINGS, crash_with_a_join, handover
 from tests.unit.test_history_fold import SCENARIOS
+
+EPOCH_SCENARIOS = {"kip848_crash_with_a_join": crash_with_a_join, "kip848_handover": handover}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -17,6 +21,16 @@ def test_folding_in_two_at_every_cut_equals_folding_at_once(name):
     assert sum(len(rows) for rows in at_once.values()) > len(records)
     cuts = range(len(records) + len(commits) + 1)
     differing = [cut for cut in cuts if in_order(fold_in_two(records, commits, cut)) != at_once]
+    assert differing == []
+
+
+@pytest.mark.parametrize("name", sorted(EPOCH_SCENARIOS))
+def test_a_kip848_group_folded_in_two_at_every_cut_equals_folding_at_once(name):
+    records, commits = EPOCH_SCENARIOS[name]()
+    at_once = in_order(fold_at_once(records, commits, SETTINGS, NAMES))
+    assert sum(len(rows) for rows in at_once.values()) > len(records) / 2
+    cuts = range(len(records) + len(commits) + 1)
+    differing = [cut for cut in cuts if in_order(fold_in_two(records, commits, cut, SETTINGS, NAMES)) != at_once]
     assert differing == []
 
 

@@ -1,0 +1,141 @@
+"""The fold of KIP-848 consumer groups (transforms/history) on record sequences written out: the
+coordinator's records (types 3, 5-8) in, gold rows out, in milliseconds and without a JVM. No Spark."""
+
+from __future__ import annotations
+
+from tests.history_epochs import (
+    NAMES,
+    ORDER_ID,
+    UNRELEASED,
+    UNREVOKED,
+    current,
+    fenced,
+    group_epoch,
+    joined,
+    records,
+    target,
+    target_epoch,
+)
+from tests.history_fold import at, commit, fold_at_once
+from transforms.history.settings import HistorySettings
+
+# The lab broker's: a member is fenced 10 s after its last heartbeat, which it sends every second.
+SETTINGS = HistorySettings(default_session_timeout_ms=10_000, default_heartbeat_interval_ms=1_000)
+
+
+def by_generation(rows: list[dict]) -> dict:
+    return {row["generation"]: row for row in rows}
+
+
+def owned(generation_row: dict) -> dict:
+    return {
+        m["member_id"]: [p for a in m["assigned_partitions"] for p in a["partitions"]]
+        for m in generation_row["members"]
+    }
+
+
+def targeted(generation_row: dict) -> dict:
+    return {
+        m["member_id"]: [p for a in m["target_partitions"] for p in a["partitions"]] for m in generation_row["members"]
+    }
+
+
+def crash_with_a_join() -> tuple[list[dict], list[dict]]:
+    """k1 alone, k2 joins and k1 hands 3-5 over; k2 crashes after its commit at 20 s and k3 joins at 21 s,
+    in the same moment: epoch 3 targets k3 4-5, still k2's, which k3 owns only once k2 is fenced at 30 s
+    (its session, 10 s, ran out) and epoch 4 gives them to it."""
+    written = records(
+        joined(0, 0, "k1"), group_epoch(1, 0, 1), target(2, 0, "k1", range(6)), target_epoch(3, 0, 1),
+        current(4, 0.5, "k1", 1, range(6)),
+        joined(10, 10, "k2"), group_epoch(11, 10, 2), target(12, 10, "k1", [0, 1, 2]), target(13, 10, "k2", [3, 4, 5]),
+        target_epoch(14, 10, 2),
+        current(15, 10.5, "k1", 2, [0, 1, 2], pending=[3, 4, 5], state=UNREVOKED),
+        current(16, 11, "k1", 2, [0, 1, 2]),
+        current(17, 12, "k2", 2, [3, 4, 5]),
+        joined(20, 21, "k3"), group_epoch(21, 21, 3), target(22, 21, "k1", [0, 1]), target(23, 21, "k2", [2, 3]),
+        target(24, 21, "k3", [4, 5]), target_epoch(25, 21, 3),
+        current(26, 21.5, "k3", 3, [], state=UNRELEASED),
+        current(27, 22, "k1", 3, [0, 1]),
+        fenced(30, 30, "k2"), group_epoch(33, 30, 4), target(34, 30, "k1", [0, 1, 2]), target(35, 30, "k3", [3, 4, 5]),
+        target_epoch(36, 30, 4),
+        current(37, 31, "k3", 4, [3, 4, 5]),
+        current(38, 31.5, "k1", 4, [0, 1, 2]),
+    )  # fmt: skip
+    commits = [commit(18, 15, "Order", 3), commit(19, 20, "Order", 4), commit(39, 32, "Order", 3)]
+    return written, commits
+
+
+def test_a_newcomer_targeted_a_crashed_members_partitions_owns_them_only_when_its_current_assignment_does():
+    tables = fold_at_once(*crash_with_a_join(), SETTINGS, NAMES)
+    generations = by_generation(tables["generations"])
+    joined_in = generations[3]
+    assert targeted(joined_in) == {"k1": [0, 1], "k2": [2, 3], "k3": [4, 5]}
+    assert owned(joined_in) == {"k1": [0, 1], "k2": [3, 4, 5], "k3": []}  # k2 never reconciled: it was gone
+    assert joined_in["reconciled_at"] is None and joined_in["join_completed_at"] == at(21)
+    k2_holding = next(m for m in joined_in["members"] if m["member_id"] == "k2")["ownership"]
+    assert {(o["partition"], o["owned_from"], o["owned_until"]) for o in k2_holding} == {
+        (p, at(12), at(30)) for p in (3, 4, 5)
+    }
+    assert owned(generations[4]) == {"k1": [0, 1, 2], "k3": [3, 4, 5]}
+    assert generations[4]["reconciled_at"] == at(31.5)
+    assert joined_in["members"][0]["assigned_partitions"][0]["topic"] == "Order"
+    assert joined_in["members"][0]["assigned_partitions"][0]["topic_id"] == ORDER_ID
+    idle = by_generation(tables["generation_capacity"])[3]["idle_members"]
+    assert [(m["member_id"], m["reason"]) for m in idle] == [("k3", "assignor_gave_none")]  # its target waits
+
+
+def test_the_crash_is_a_timeout_and_its_partitions_move_when_the_crashed_member_is_fenced():
+    tables = fold_at_once(*crash_with_a_join(), SETTINGS, NAMES)
+    rebalances = by_generation(tables["rebalances"])
+    join = rebalances[3]
+    assert (join["rebalance_protocol"], join["cause"], join["moved_partition_count"]) == (
+        "consumer",
+        "member_joined",
+        0,
+    )
+    assert join["unassigned_partition_count"] == 1  # k1 released 2; nobody owned it until epoch 4
+    crash = rebalances[4]
+    (left,) = crash["members_left"]
+    # k2's last sign of life is its commit at 20 s (its own last record was at 12 s): silent 10 s, fenced.
+    assert (left["member_id"], left["how"], left["last_seen_at"], left["silent_ms"]) == (
+        "k2",
+        "timeout",
+        at(20),
+        10_000,
+    )
+    # Partition 2, released by k1 and owned by nobody when epoch 3 ended, reads as a partition added.
+    assert crash["causes"] == ["member_left_after_timeout", "partitions_added"]
+    moves = {
+        (m["partition"], m["from_member_id"], m["to_member_id"], m["is_forced"]) for m in tables["partition_movements"]
+    }
+    assert {move for move in moves if move[2] == "k3"} == {(p, "k2", "k3", True) for p in (3, 4, 5)}
+    assigned = {(a["member_id"], a["partition"]): a for a in tables["generation_assignments"] if a["generation"] == 4}
+    assert (assigned[("k3", 4)]["assigned_at"], assigned[("k3", 4)]["valid_until"]) == (at(31), None)
+
+
+def handover() -> tuple[list[dict], list[dict]]:
+    """k1 owns Order; k2 joins: k1 revokes 3-5 (pending until it has committed them), then k2 takes them."""
+    written = records(
+        joined(0, 0, "k1"), group_epoch(1, 0, 1), target(2, 0, "k1", range(6)), target_epoch(3, 0, 1),
+        current(4, 0.5, "k1", 1, range(6)),
+        joined(10, 10, "k2"), group_epoch(11, 10, 2), target(12, 10, "k1", [0, 1, 2]), target(13, 10, "k2", [3, 4, 5]),
+        target_epoch(14, 10, 2),
+        current(15, 10.2, "k2", 2, [], state=UNRELEASED),
+        current(16, 10.5, "k1", 2, [0, 1, 2], pending=[3, 4, 5], state=UNREVOKED),
+        current(17, 11, "k1", 2, [0, 1, 2]),
+        current(18, 11.5, "k2", 2, [3, 4, 5]),
+    )  # fmt: skip
+    return written, [commit(19, 12, "Order", 3)]
+
+
+def test_a_handover_moves_each_partition_once_and_each_holding_ends_when_it_was_released():
+    tables = fold_at_once(*handover(), SETTINGS, NAMES)
+    (joined_rebalance,) = [row for row in tables["rebalances"] if row["generation"] == 2]
+    assert (joined_rebalance["moved_partition_count"], joined_rebalance["minimal_moves"]) == (3, 3)
+    assert joined_rebalance["members_joined"][0]["member_id"] == "k2"
+    valid = {(a["generation"], a["member_id"], a["partition"]): (a["assigned_at"], a["valid_until"])
+             for a in tables["generation_assignments"]}  # fmt: skip
+    assert valid[(1, "k1", 0)] == (at(0.5), at(10))  # held on in epoch 2: valid until it started
+    assert valid[(1, "k1", 4)] == (at(0.5), at(11))  # revoked at 11 s, after epoch 2 started
+    assert valid[(2, "k2", 4)] == (at(11.5), None)
+    assert by_generation(tables["generations"])[2]["reconciled_at"] == at(11.5)
