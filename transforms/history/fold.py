@@ -1,16 +1,16 @@
-"""The fold of one classic group: `fold(state, records, commits) -> (rows, state)`.
+"""The fold of one group: `fold(state, records, commits, settings, topic_names) -> (rows, state)`.
 
-- `records`: the group's records (records.classic_records shapes its silver rows), in log order, after
-  those the state has seen. One that is not (a late backup's) raises ValueError: the caller folds the
-  group again from silver, from no state.
+- `records`: the group's records (records.classic_records or, for a KIP-848 group, records.consumer_records
+  shapes its silver rows), in log order, after those the state has seen. One that is not (a late
+  backup's) raises ValueError: the caller folds the group again from silver, from no state. So does a
+  group with both kinds (a classic group converted to the consumer protocol): not folded yet.
 - `commits`: the group's counted commit times, from the state's `commits_from` on (departures.py).
 - rows: every column of gold `generations`, `generation_assignments`, `generation_capacity`,
   `rebalances` and `partition_movements`, from the state's frontier on (see the package docstring),
   as transforms/gold computes them.
 
-Not here yet: `rebalance_frequency` (hours and days of a group's rebalances), the what-if replay
-(Kafka's assignors in the JVM, with topic partition counts), `streams_members`, and groups of other
-protocols (Connect, KIP-848, share, streams).
+Not here yet: the what-if replay (Kafka's assignors in the JVM, with topic partition counts),
+`streams_members`, and groups of other protocols (Connect, share, streams).
 
 Assumes, as Kafka writes them, that an incarnation's generation numbers grow in log order: a record of a
 generation seen before (not the incarnation's last) is gathered into that generation's entry only while
