@@ -109,13 +109,22 @@ def changing(state) -> list[int]:
 
 
 def trimmed(state, start: int) -> None:
-    """Before the fold drops the entries before `start`: the idle run they leave, and the own record times
-    a later rebalance can read (its leavers are members of the entries kept, and it looks up to its join,
-    which is after the first kept entry's start: every time after that, and the last before it)."""
+    """Before the fold drops the entries before `start`: the idle run they leave; the reconciliations and
+    epoch bumps of epochs before the earliest kept (epoch numbers grow: no later epoch reads them); and
+    the own record times a later rebalance can read (its leavers are members of the entries kept, and it
+    looks up to its join, after the earliest kept entry's: every time after that, and the last before)."""
     state.idle_run_started_at = _with_idle_since(
         [epoch_rows.gold_entry(entry, {}) for entry in state.entries[:start]], state.idle_run_started_at
     )
     kept = state.entries[start:]
+    live = [entry["generation"] for entry in kept if _is_live(state, entry)]
+    if live:
+        earliest = min(live)
+        state.replay["bumps"] = {epoch: at for epoch, at in state.replay["bumps"].items() if int(epoch) >= earliest}
+        state.replay["stable"] = {
+            member_id: [pair for pair in pairs if pair[0] >= earliest]
+            for member_id, pairs in state.replay["stable"].items()
+        }
     if not kept:
         return
     cut = min(entry["join_completed_at"] or entry["recorded_at"] for entry in kept)
