@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from transforms.history import capacity, epoch_fold, epochs, frequency, generations, rebalances
@@ -121,7 +121,10 @@ def fold(
     if state is None:
         replay = epochs.new_replay() if "record_type" in records[0] else None
         state = State(records[0]["cluster"], records[0]["group_id"], replay=replay)
-    new = copy.deepcopy(state)  # entries, and a KIP-848 group's holdings in them, are changed in place
+    if state.replay is None:  # a classic entry's fields are changed in place, never what they hold
+        new = replace(state, entries=[dict(entry) for entry in state.entries])
+    else:  # and a KIP-848 member's holdings too
+        new = copy.deepcopy(state)
     for record in records:
         position = [record["source_partition"], record["source_offset"]]
         if new.last_position is not None and position <= new.last_position:
