@@ -62,7 +62,11 @@ def causes_between(events: list[dict], group: str, before: Settled | None, after
         if event["event"] == "member_started" and event["group"] == group and names[member] not in previous:
             causes.add("member_joined")
         elif (
-            event["event"] in ("closed", "member_stopped") and member in members_of_group and names[member] in previous
+            event["event"] in ("closed", "member_stopped")
+            and member in members_of_group
+            and names[member] in previous
+            # a static member closed and restarted under the same instance id was replaced, not gone
+            and names[member] not in after.members
         ):
             causes.add("member_left_cleanly")
         elif event["event"] == "member_killed" and member in members_of_group and names[member] not in after.members:

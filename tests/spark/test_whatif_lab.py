@@ -21,8 +21,11 @@ from collections import Counter, defaultdict
 import pytest
 from pyspark.sql import functions as F
 
+from lab.dump import parse_dump
+from lab.scenarios import capture_folders
 from tests.lab_tables import all_captures
 
+STATIC_SCENARIO, STATIC_GROUP = "kip848-static", "kip848-static"
 EXACT = {("classic", "range"), ("classic", "roundrobin"), ("consumer", "uniform"), ("consumer", "range")}
 CLASSIC_ASSIGNORS = {"range", "roundrobin", "sticky", "cooperative-sticky"}
 
@@ -100,3 +103,53 @@ def test_cooperative_sticky_revokes_only_partitions_that_move(replayed):
     for row in cooperative:
         assert row.revoked_partition_count <= row.moved_partition_count and not row.is_eager
         assert row.round_count == (2 if row.revoked_partition_count else 1)
+
+
+def coordinator_targets(dump_text: str, group: str) -> dict[int, set]:
+    """assignment epoch -> {(member_key, topic, partition)}: the target assignment the coordinator wrote
+    for each epoch (the type 7 records standing at that epoch's type 6), read from Kafka's own decode.
+    member_key is a static member's instance id (its type 5), else its member id. The group subscribes
+    to one topic: the one topic id its targets name is that topic's."""
+    records = [r for r in parse_dump(dump_text) if r.get("key", {}).get("groupId") == group]
+    subscriptions = {r["key"]["memberId"]: r["value"] for r in records if r["type"] == 5 and r["value"]}
+    keys = {member: value["instanceId"] or member for member, value in subscriptions.items()}
+    (topic,) = {name for value in subscriptions.values() for name in value["subscribedTopicNames"]}
+    topic_ids, standing, targets = set(), {}, {}
+    for r in records:
+        if r["type"] == 7:
+            standing.pop(r["key"]["memberId"], None)
+            if r["value"]:
+                standing[r["key"]["memberId"]] = r["value"]["topicPartitions"]
+        elif r["type"] == 6 and r["value"]:
+            held = [(member, tp) for member, parts in standing.items() for tp in parts]
+            topic_ids |= {tp["topicId"] for _, tp in held}
+            targets[r["value"]["assignmentEpoch"]] = {
+                (keys[member], topic, partition) for member, tp in held for partition in tp["partitions"]
+            }
+    assert len(topic_ids) == 1, topic_ids
+    return targets
+
+
+STATIC_CAPTURES = [capture for capture in all_captures() if capture.path.name == STATIC_SCENARIO]
+
+
+def test_uniform_replayed_for_static_members_is_the_coordinators_own_target(replayed):
+    """A real coordinator's uniform assignor sees static members under their member ids (a restarted
+    one under its new id): the replay must hand out, epoch by epoch, member by member, the very target
+    the coordinator wrote (issue 69 §1)."""
+    assert {capture.path.parent.name for capture in STATIC_CAPTURES} == capture_folders(STATIC_SCENARIO)
+    for capture in STATIC_CAPTURES:
+        targets = coordinator_targets((capture.path / "dump-offsets.txt").read_text(), STATIC_GROUP)
+        rows = {
+            row.generation: row
+            for row in replayed
+            if row.cluster == capture.cluster and row.group_id == STATIC_GROUP and row.assignor == "uniform"
+        }
+        # every epoch whose target has members is a rebalance the replay saw
+        assert set(rows) == {epoch for epoch, target in targets.items() if target}, capture.cluster
+        for epoch, row in sorted(rows.items()):
+            got = {(p.member_key, p.topic, p.partition) for p in row.assignment}
+            assert got == targets[epoch], f"{capture.cluster} epoch {epoch}"
+            assert row.is_same_as_actual and row.is_actual_assignor, f"{capture.cluster} epoch {epoch}"
+        static_members = {key for target in targets.values() for key, _, _ in target if key.startswith("static-")}
+        assert static_members == {"static-1", "static-2", "static-3"}, capture.cluster
