@@ -1,0 +1,95 @@
+"""The history fold run by Spark (transforms/gold/history_fold.py) on every classic lab group: the rows of one
+mapInArrow pass equal today's Spark history; two passes, a first night and a continuing one started from
+the states the first stored, equal one; a record below a group's state asks for that group to be refolded.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from tests.spark.test_history_fold_equality import SETTINGS, _classic_groups, table_rows
+from transforms.gold import offsets
+from transforms.gold.history_fold import (
+    GROUP,
+    classic_records_frame,
+    folded_groups,
+    folded_rows,
+    history_log,
+)
+from transforms.history.fold import TABLES, Rows
+
+NO_STATES = "cluster string, group_id string, state_json string"
+
+
+@pytest.fixture(scope="module")
+def classic(lab):
+    """The lab's classic groups' records and counted commits."""
+    spark = lab["group_metadata"].sparkSession
+    groups = F.broadcast(spark.createDataFrame(_classic_groups(lab), "cluster string, group_id string"))
+    metadata = lab["group_metadata"].join(groups, on=list(GROUP), how="left_semi")
+    records = classic_records_frame(metadata, lab["group_members"]).cache()
+    commits = offsets.filter_uncounted_commits(lab["offset_commits"]).join(groups, on=list(GROUP), how="left_semi")
+    of_groups = {name: lab[name].join(groups, on=list(GROUP), how="left_semi").collect() for name in TABLES}
+    expected = table_rows({name: [row.asDict(recursive=True) for row in rows] for name, rows in of_groups.items()})
+    yield records, commits.cache(), expected
+    records.unpersist()
+
+
+def _collected(folded) -> dict[str, list]:
+    return {name: [row.asDict(recursive=True) for row in folded_rows(folded, name).collect()] for name in TABLES}
+
+
+def _replaced(stored: dict[str, list], folded_row, tables: dict[str, list]) -> dict[str, list]:
+    """The group's stored rows with the continuing fold's rows in place of those they replace."""
+    frontier = None
+    if folded_row["frontier_incarnation"] is not None:
+        frontier = {"incarnation": folded_row["frontier_incarnation"], "generation": folded_row["frontier_generation"]}
+    rows = Rows(frontier, folded_row["frequency_from"], tables)
+    return {name: [r for r in stored[name] if not rows.replaces(name, r)] + tables[name] for name in TABLES}
+
+
+def test_one_pass_gives_the_spark_history_of_every_classic_group(classic):
+    records, commits, expected = classic
+    states = records.sparkSession.createDataFrame([], NO_STATES)
+    folded = folded_groups(history_log(records, commits, states), SETTINGS).cache()
+    assert folded.where("needs_refold").count() == 0
+    assert table_rows(_collected(folded)) == expected
+    assert sum(len(rows) for rows in expected.values()) >= 2_000
+
+
+def test_a_continuing_night_from_the_stored_states_equals_one_pass(classic):
+    records, commits, expected = classic
+    spark = records.sparkSession
+    in_order = Window.partitionBy(*GROUP).orderBy("source_partition", "source_offset")
+    numbered = records.withColumn("n", F.row_number().over(in_order)).withColumn(
+        "count", F.count(F.lit(1)).over(Window.partitionBy(*GROUP))
+    )
+    first_half = numbered.where(F.col("n") <= F.col("count") / 2).drop("n", "count")
+    second_half = numbered.where(F.col("n") > F.col("count") / 2).drop("n", "count")
+    first = folded_groups(history_log(first_half, commits, spark.createDataFrame([], NO_STATES)), SETTINGS).cache()
+    states = first.where(F.col("state_json").isNotNull()).select(*GROUP, "state_json")
+    second = folded_groups(history_log(second_half, commits, states), SETTINGS).collect()
+    assert not any(row["needs_refold"] for row in second)
+    stored = _collected(first)
+    combined = {name: [] for name in TABLES}
+    for row in second:
+        group = (row["cluster"], row["group_id"])
+        mine = {name: [r for r in stored[name] if (r["cluster"], r["group_id"]) == group] for name in TABLES}
+        tables = {name: [r.asDict(recursive=True) for r in row[name]] for name in TABLES}
+        for name, rows in _replaced(mine, row, tables).items():
+            combined[name].extend(rows)
+    assert table_rows(combined) == expected
+
+
+def test_a_record_below_a_groups_state_asks_for_a_refold(classic):
+    records, commits, _ = classic
+    spark = records.sparkSession
+    states = folded_groups(history_log(records, commits, spark.createDataFrame([], NO_STATES)), SETTINGS).select(
+        *GROUP, "state_json"
+    )
+    again = folded_groups(history_log(records, commits, states), SETTINGS)
+    refolded = again.where("needs_refold").collect()
+    assert refolded and all(row["state_json"] is not None for row in refolded)
+    assert all(len(row[name]) == 0 for row in refolded for name in TABLES)
