@@ -87,7 +87,7 @@ class JobRun:
         self.exit_code = EXIT_FAILED
         self._query_tag: str | None = None  # through Spark Connect: the tag naming the current step's queries
         self._started = time.monotonic()
-        self._started_at = datetime.now(UTC)
+        self.started_at = datetime.now(UTC)
 
     def progress(self, stage: str, detail: str = "") -> None:
         elapsed = time.monotonic() - self._started
@@ -180,7 +180,7 @@ class JobRun:
             self.run_id,
             self.job,
             self.config.cluster,
-            self._started_at,
+            self.started_at,
             datetime.now(UTC),
             outcome,
             self.inputs,

@@ -44,7 +44,7 @@ def tables(spark, database: str) -> dict[str, list[str]]:
 
 
 def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_that_never_read_them(
-    spark, spark_config, tmp_path
+    spark, spark_config, tmp_path, capsys
 ):
     junk = tmp_path / "mistake" / "00000000000000000000.log"
     junk.parent.mkdir()
@@ -60,10 +60,20 @@ def test_forgetting_a_junk_file_and_a_capture_run_leaves_the_tables_of_a_run_tha
     mistaken = replace(first_night, segment_paths=(*kept, str(mistaken_partition), str(junk)))
 
     run_step(spark, first_night, "nightly", nightly)
+    assert "  quarantined " not in capsys.readouterr().out
     # The tables of a run that never read the mistakes: the first night's, before the mistaken one.
     never, never_raw = tables(spark, "forget_undone"), raw_count(spark, first_night)
     counts, mistaken_run = run_step(spark, mistaken, "nightly", nightly)
     assert counts["quarantine"] > 0, "the junk file's bytes are quarantined"
+    # The summary says how many, from which file, and the query that shows why.
+    (quarantined,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  quarantined ")]
+    assert quarantined.startswith(
+        f"  quarantined {counts['quarantine']:,} record(s): {counts['quarantine']:,} in {junk}; why: ./spark-sql.sh"
+    )
+    assert quarantined.endswith(
+        """ -e 'SELECT source_file, source_offset, stage, reason FROM forget_undone.quarantine"""
+        """ WHERE cluster = "forgetful" ORDER BY source_file, source_offset'"""
+    )
     mistaken_groups = spark.table(mistaken.table("generations")).select("group_id").distinct().collect()
     assert FORGOTTEN_GROUP in {row.group_id for row in mistaken_groups}, "the mistaken segment made history"
     mistaken_records = raw_count(spark, mistaken) - never_raw

@@ -25,9 +25,12 @@ must leave every silver and gold row as it was.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -46,7 +49,7 @@ from jobs.raw_changes import (
 from jobs.runs import JOB_RUNS, InvariantViolation, JobRun
 from jobs.segment_files import read_paths
 from jobs.steps.decode import DECODE
-from jobs.steps.nightly import nightly, summary
+from jobs.steps.nightly import SUMMARY_TABLES, nightly, summary
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, RAW_RECORDS, held_frames
 from jobs.watermarks import covered_versions, current_version
 from tests import log_cuts
@@ -76,6 +79,7 @@ class NightRun:
     segment_paths: tuple[str, ...]
     added: int  # records in this night's inputs that no earlier night's inputs held
     counts: dict  # the run's job_runs.counts_json
+    printed: str  # what it printed: the summary
 
 
 def nights_of_the_captures(work: Path) -> list[Night]:
@@ -118,17 +122,17 @@ def night_config(spark_config, database: str, segment_paths, offsets_dir: Path, 
                    full=full, sections=sections)  # fmt: skip
 
 
-def run_nightly(spark, config) -> dict:
-    """One nightly in this session, as `spark-submit.sh nightly` runs it; its job_runs counts."""
+def run_nightly(spark, config) -> tuple[dict, str]:
+    """One nightly in this session, as `spark-submit.sh nightly` runs it; its job_runs counts and what it printed."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.database}")
     held_before = set(held_frames(spark))
-    with JobRun(spark, config, "nightly") as run:
+    with JobRun(spark, config, "nightly") as run, contextlib.redirect_stdout(io.StringIO()) as printed:
         nightly(spark, config, run)
     # Each step releases the frames it held: a later step's sorts get the heap (jobs.tables.releasing_held).
     assert set(held_frames(spark)) <= held_before, "a nightly left frames held"
     (row,) = spark.table(config.table(JOB_RUNS)).where(F.col("run_id") == run.run_id).collect()
     assert row.outcome == "succeeded", row.message
-    return json.loads(row.counts_json)
+    return json.loads(row.counts_json), printed.getvalue()
 
 
 def record_positions(paths) -> set[tuple[int, int]]:
@@ -150,8 +154,8 @@ def nights(spark, spark_config, tmp_path_factory) -> list[NightRun]:
         log_cuts.write_night(night.cuts, live, offsets)
         paths = (live, *night.backups)
         positions = record_positions(paths)
-        counts = run_nightly(spark, night_config(spark_config, NIGHTS_DATABASE, paths, offsets))
-        runs.append(NightRun(night, tuple(map(str, paths)), len(positions - seen), counts))
+        counts, printed = run_nightly(spark, night_config(spark_config, NIGHTS_DATABASE, paths, offsets))
+        runs.append(NightRun(night, tuple(map(str, paths)), len(positions - seen), counts, printed))
         seen |= positions
     return runs
 
@@ -161,7 +165,7 @@ def full_run(spark, spark_config, nights, tmp_path_factory) -> dict:
     """One from-scratch run over the last night's inputs (its files as they are now), on a database of its own."""
     offsets = Path(nights[-1].segment_paths[0]).parent / "end_offsets"
     config = night_config(spark_config, FULL_DATABASE, nights[-1].segment_paths, offsets, full=True)
-    return run_nightly(spark, config)
+    return run_nightly(spark, config)[0]
 
 
 def test_after_any_nights_every_table_equals_one_full_run(spark, nights, full_run):
@@ -188,10 +192,26 @@ def test_the_file_states_carried_over_the_nights_are_those_of_raw_records(spark,
 def test_the_summary_counts_the_groups_with_visible_offset_records(spark, spark_config, nights):
     """Read from the metrics carry, not from every commit: the same groups."""
     config = night_config(spark_config, NIGHTS_DATABASE, nights[-1].segment_paths, Path("unused"))
-    (shown,) = re.findall(r"groups with commits +([\d,]+)", summary(spark, config, {}))
+    printed = summary(spark, config, nights[-1].counts, datetime.now(UTC))
+    (shown,) = re.findall(r"groups with commits +([\d,]+)", printed)
     commits = spark.table(config.table("offset_commits")).where(F.col("cluster") == F.lit(CLUSTER))
     visible = filter_invisible_offset_records(commits).select("group_id").distinct().count()
     assert int(shown.replace(",", "")) == visible > 0
+
+
+def summary_tables(printed: str) -> dict[str, tuple[int, int]]:
+    """The summary's table lines: each table's rows and what the night wrote to it."""
+    lines = re.findall(r"^  (\w+) +([\d,]+) +([\d,]+)$", printed, flags=re.MULTILINE)
+    return {name: (int(rows.replace(",", "")), int(written.replace(",", ""))) for name, rows, written in lines}
+
+
+def test_the_summary_shows_what_each_table_holds_and_what_the_night_wrote(nights):
+    """Night 2 brought nothing: every table holds what it held after night 1, and the night wrote nothing."""
+    first, nothing_new = (summary_tables(run.printed) for run in nights[:2])
+    assert sorted(first) == sorted((RAW_RECORDS, *SUMMARY_TABLES))
+    assert first["raw_records"][0] == nights[0].counts["raw_records"]
+    assert first["generations"][0] == first["generations"][1] > 0  # night 1 wrote every row
+    assert nothing_new == {name: (rows, 0) for name, (rows, _) in first.items()}
 
 
 def compared_rows(spark, path: Path) -> list[str]:
@@ -235,7 +255,7 @@ def after_retention(spark, spark_config, nights, full_run) -> tuple[dict, dict, 
     assert 0 < deleted < raw_count
     for segment in live.glob("__consumer_offsets-*/*.log"):
         segment.unlink()
-    counts = run_nightly(spark, config)
+    counts, _ = run_nightly(spark, config)
     after = {name: table_rows(spark, path) for name, path in silver_and_gold(spark).items()}
     return before, after, counts
 
@@ -276,7 +296,7 @@ def after_vacuum(spark, spark_config, nights, after_retention) -> tuple[dict, di
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
         spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.parallelism")
     raw_count = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == CLUSTER).count()
-    counts = run_nightly(spark, config)
+    counts, _ = run_nightly(spark, config)
     after = {name: table_rows(spark, path) for name, path in silver_and_gold(spark).items()}
     return before, after, counts, raw_count
 
