@@ -1,12 +1,14 @@
 """The history fold (transforms/history) against today's Spark history, row by row, on every lab capture.
 
-For each classic consumer group of the lab's tables (the session's `lab` fixture: built once, shared
-with the ground-truth tests), its silver records and counted commits are collected and folded in pure
-Python; every row of gold `generations`, `generation_assignments`, `generation_capacity`, `rebalances`,
-`partition_movements` and `rebalance_frequency` must equal the Spark rows of that group, column for
-column. Folding each group's
+For each classic consumer group, and each KIP-848 consumer group, of the lab's tables (the session's `lab`
+fixture: built once, shared with the ground-truth tests), its silver records and counted commits are
+collected and folded in pure Python (a KIP-848 group with the topic names Spark's history resolves:
+transforms.gold.topic_names over the lab's records and commits); every row of gold `generations`,
+`generation_assignments`, `generation_capacity`, `rebalances`, `partition_movements` and
+`rebalance_frequency` must equal the Spark rows of that group, column for column. Folding each group's
 log in two at every cut, as a first and a continuing night would, must give the same rows again.
-Its cost beside the shared fixture: 5.0 s (collecting the rows, then about 2 s of folding; 2 cores).
+Its cost beside the shared fixture: 5.0 s for the classic groups (collecting the rows, then about 2 s of
+folding; 2 cores).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from lab.broker import CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, CONSUMER_GROUP_SESS
 from schemas import gold
 from tests.delta_compare import canonical
 from tests.history_fold import fold_at_once, fold_in_two, in_order
-from transforms.gold import offsets
+from transforms.gold import offsets, topic_names
 from transforms.history.fold import TABLES
-from transforms.history.records import classic_records
+from transforms.history.records import CONSUMER_GROUP_RECORD_TYPES, classic_records, consumer_records
 from transforms.history.settings import HistorySettings
 
 GROUP = ("cluster", "group_id")
@@ -61,21 +63,22 @@ def _classic_groups(lab) -> list[tuple]:
     return sorted(tuple(row) for row in classic.collect())
 
 
-def test_the_fold_gives_the_spark_history_of_every_classic_lab_group(lab):
-    groups = _classic_groups(lab)
+def _collector(lab, groups: list[tuple]):
     wanted = lab["group_metadata"].sparkSession.createDataFrame(groups, "cluster string, group_id string")
 
     def collected(rows):
         return _by_group(rows.join(F.broadcast(wanted), on=list(GROUP), how="left_semi").collect())
 
-    metadata, members = collected(lab["group_metadata"]), collected(lab["group_members"])
-    commits = collected(offsets.filter_uncounted_commits(lab["offset_commits"]))
-    spark_rows = {name: collected(lab[name]) for name in TABLES}
+    return collected
+
+
+def _differences(groups, records_of, commits, spark_rows, names_of=lambda group: None) -> tuple[list, int, list]:
+    """(rows that differ, rows compared, cuts whose fold in two differs) over the groups' folds."""
     differences, compared, cut_differences = [], 0, []
     for group in groups:
-        records = classic_records(metadata[group], members[group])
-        expected = table_rows({name: spark_rows[name][group] for name in TABLES})
-        folded = fold_at_once(records, commits[group], SETTINGS)
+        records, names = records_of(group), names_of(group)
+        expected = table_rows({name: spark_rows[name].get(group, []) for name in TABLES})
+        folded = fold_at_once(records, commits.get(group, []), SETTINGS, names)
         for name in TABLES:
             assert all(set(row) == set(gold.GOLD_SCHEMAS[name].names) for row in folded[name]), name
         actual = table_rows(folded)
@@ -85,10 +88,57 @@ def test_the_fold_gives_the_spark_history_of_every_classic_lab_group(lab):
             only_spark = [row for row in expected[name] if row not in actual[name]]
             differences.append((group, name, only_folded[:1], only_spark[:1]))
         at_once = in_order(folded)
-        for cut in range(len(records) + len(commits[group]) + 1):
-            if in_order(fold_in_two(records, commits[group], cut, SETTINGS)) != at_once:
+        for cut in range(len(records) + len(commits.get(group, [])) + 1):
+            if in_order(fold_in_two(records, commits.get(group, []), cut, SETTINGS, names)) != at_once:
                 cut_differences.append((group, cut))
+    return differences, compared, cut_differences
+
+
+def test_the_fold_gives_the_spark_history_of_every_classic_lab_group(lab):
+    groups = _classic_groups(lab)
+    collected = _collector(lab, groups)
+    metadata, members = collected(lab["group_metadata"]), collected(lab["group_members"])
+    commits = collected(offsets.filter_uncounted_commits(lab["offset_commits"]))
+    spark_rows = {name: collected(lab[name]) for name in TABLES}
+    differences, compared, cut_differences = _differences(
+        groups, lambda group: classic_records(metadata[group], members[group]), commits, spark_rows
+    )
     assert len(groups) >= 50, groups  # every capture's classic groups (55 when this was written)
     assert compared >= 2_000, compared  # 2,094 when this was written
+    assert differences == []
+    assert cut_differences == []
+
+
+def _kip848_groups(lab) -> list[tuple]:
+    """Groups with KIP-848 consumer records only (no classic record, no share or streams record)."""
+    records = lab["consumer_group_records"]
+    is_other = ~F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES)
+    others = records.where(is_other).select(*GROUP).unionByName(lab["group_metadata"].select(*GROUP))
+    consumer = records.select(*GROUP).distinct().join(others, on=list(GROUP), how="left_anti")
+    return sorted(tuple(row) for row in consumer.collect())
+
+
+def _cluster_topic_names(lab) -> dict[str, dict]:
+    """cluster -> topic id -> (topic, topic_name_source), as the lab's history named them (no topic-id table)."""
+    spark = lab["consumer_group_records"].sparkSession
+    no_topic_ids = spark.createDataFrame([], "cluster string, topic_id string, topic string, source string")
+    names: dict[str, dict] = defaultdict(dict)
+    for row in topic_names.topic_names(lab["consumer_group_records"], lab["offset_commits"], no_topic_ids).collect():
+        names[row["cluster"]][row["topic_id"]] = (row["topic"], row["topic_name_source"])
+    return names
+
+
+def test_the_fold_gives_the_spark_history_of_every_kip848_lab_group(lab):
+    groups = _kip848_groups(lab)
+    collected = _collector(lab, groups)
+    records = collected(lab["consumer_group_records"])
+    commits = collected(offsets.filter_uncounted_commits(lab["offset_commits"]))
+    spark_rows = {name: collected(lab[name]) for name in TABLES}
+    names = _cluster_topic_names(lab)
+    differences, compared, cut_differences = _differences(
+        groups, lambda group: consumer_records(records[group]), commits, spark_rows, lambda group: names[group[0]]
+    )
+    assert len(groups) >= 12, groups  # every capture's KIP-848 groups
+    assert compared >= 300, compared
     assert differences == []
     assert cut_differences == []
