@@ -235,6 +235,18 @@ def test_the_documented_queries_run(spark, views):
             spark.sql(statement.replace("groupscope.", f"{DATABASE}.")).collect()
 
 
+# What ./spark-sql.sh printed on stderr with every answer before issue 70 §5.
+SHELL_NOTES = (
+    "SPARK_LOCAL_IP",
+    "resolves to a loopback address",
+    "Setting default log level",
+    "To adjust logging level",
+    "Spark master:",
+    "Time taken:",
+    "Using incubator modules",
+)
+
+
 def readme_blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", (REPO_ROOT / "README.md").read_text(), flags=re.DOTALL)
 
@@ -299,5 +311,7 @@ def test_every_readme_command_runs_on_the_sample_and_shows_rows(local_nightly, t
         if command.startswith("./spark-sql.sh"):
             header = lines[0].split("\t")
             assert "group_id" in header and len(lines[1].split("\t")) == len(header), lines[:2]
+            # Only the answer: none of the shell's notes on stderr.
+            assert [line for line in result.stderr.splitlines() if any(note in line for note in SHELL_NOTES)] == []
         if "jobs.dump" in command:
             assert all(json.loads(line)["offset"] >= 0 for line in lines)
