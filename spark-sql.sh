@@ -27,7 +27,8 @@ export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 # The console shows the answer with its headers and errors, nothing else: -S drops the shell's notes (the
 # master and application id, each statement's time taken), and the JVM's note that Spark's launcher adds an
-# incubator module (jdk.incubator.vector) is filtered out of stderr (the filter does not hold the metastore lock).
+# incubator module (jdk.incubator.vector) is filtered out of stderr, as is each statement's "Time taken", which
+# Spark 4.2's CLI prints even with -S (the filter does not hold the metastore lock).
 exec "$root/.venv/bin/spark-sql" \
   --properties-file "$root/conf/spark-defaults.conf" \
   --jars "$jars" \
@@ -35,4 +36,4 @@ exec "$root/.venv/bin/spark-sql" \
   --conf "spark.ui.enabled=false" \
   --hiveconf hive.cli.print.header=true \
   -S \
-  "$@" 2> >(exec 9>&-; exec grep --line-buffered -v '^WARNING: Using incubator modules: ' >&2)
+  "$@" 2> >(exec 9>&-; exec grep --line-buffered -v -e '^WARNING: Using incubator modules: ' -e '^Time taken: ' >&2)
