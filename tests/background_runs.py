@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -236,6 +237,12 @@ def local_nightly_run(tmp_path_factory) -> NightlyRun:
     return _local_runs[CLUSTER]
 
 
+def bound_port(process: Process, service: str) -> int | None:
+    pattern = rf"Successfully started service '{service}' on port (\d+)\."
+    found = re.search(pattern, process.log.read_text(errors="replace"))
+    return int(found.group(1)) if found else None
+
+
 def master_state(ui_port: int) -> dict | None:
     try:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{ui_port}/json/", timeout=5) as response:
@@ -260,12 +267,16 @@ def standalone_cluster(workdir: Path) -> Iterator[StandaloneCluster]:
     """A master and a worker on loopback, stopped on leaving."""
     environment = spark_environment(workdir)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, ui_port = free_port(), free_port()
     master_class = "org.apache.spark.deploy.master.Master"
-    master_command = [spark_class, master_class, "--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui_port)]
+    master_command = [spark_class, master_class, "--host", LOOPBACK, "--port", str(free_port())]
+    master_command += ["--webui-port", str(free_port())]
     master = Process.start("master", master_command, workdir / "master.log", environment)
     worker = None
     try:
+        # Spark moves a service to the next port when the one asked for was taken meanwhile (a CI run's
+        # master answered another process's HTML there), so the ports are the ones its log says it bound.
+        wait_until(lambda: bound_port(master, "MasterUI") is not None, "the master's web UI is bound", master)
+        port, ui_port = bound_port(master, "sparkMaster"), bound_port(master, "MasterUI")
         wait_until(lambda: master_state(ui_port) is not None, "the master answers on its web port", master)
         url = f"spark://{LOOPBACK}:{port}"
         worker_command = [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK, "--webui-port", "0"]
