@@ -8,8 +8,9 @@ exists, and S3A raises RemoteFileChangedException when the stream is closed.
 
 Not every S3 API store honours that header. Some return 501, older ones ignore it and overwrite, and
 S3A refuses the option when `fs.s3a.create.conditional.enabled` is false (the setting for stores
-without conditional writes). `require_conditional_writes` finds out which, with an object of the run's
-own, before the lock is taken: a store that would let two runs in at once makes the run refuse.
+without conditional writes). `require_conditional_writes` finds out which, with an object of the session's
+own, when the session is built (jobs/locks.py prove_lock_store): a store that would let two runs in at once
+makes the run refuse before it writes anything.
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 The lock is a file created with overwrite disabled through Hadoop's FileSystem, which is atomic on
 local disks and HDFS, so it guards runs on different machines too. On S3 (s3a://) it is atomic only
-as a conditional put (If-None-Match: *, S3A's `fs.option.create.conditional.overwrite`): a run first
-proves that the store refuses a second create of one object and refuses to run unguarded otherwise
-(jobs/lock_store.py). There the lock guards the whole database, not one cluster: Delta's S3 log store
-allows one writing driver per table, and every cluster's rows share the tables.
+as a conditional put (If-None-Match: *, S3A's `fs.option.create.conditional.overwrite`): each session
+on S3 first proves that the store refuses a second create of one object, before its metastore writes
+anything, and refuses to run unguarded otherwise (prove_lock_store, jobs/lock_store.py). There the lock
+guards the whole database, not one cluster: Delta's S3 log store allows one writing driver per table, and
+every cluster's rows share the tables.
 
 A run killed with SIGKILL cannot remove its lock; the next run takes it over when the holder is
 provably dead (same host, process gone), older than the configured maximum age, or never written (a
@@ -21,6 +22,7 @@ import json
 import os
 import socket
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -86,6 +88,23 @@ def lock_path(config: Config) -> str:
     return f"{config.warehouse}/_groupscope/locks/{digest}.lock"
 
 
+def _hadoop_store(spark: SparkSession, path: str):
+    """`path` as a Hadoop Path, and its FileSystem with the session's settings."""
+    hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+    return hadoop_path, hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def prove_lock_store(spark: SparkSession, config: Config) -> None:
+    """On S3, before the session's first metastore call: the store must take a write and refuse a second
+    create of one object (jobs/lock_store.py), or the run stops here (UnguardedStore), having written
+    nothing. The metastore's CREATE DATABASE is otherwise the first write, and an endpoint that answers HTTP
+    but is not S3 (or credentials that may only read) fails there inside Hive, with a Java stack."""
+    if not is_s3(config.warehouse):
+        return
+    lock, fs = _hadoop_store(spark, lock_path(config))
+    require_conditional_writes(fs, lock, f"session-{uuid.uuid4().hex[:12]}")
+
+
 class RunLock:
     def __init__(self, spark: SparkSession, config: Config, run_id: str, job: str) -> None:
         self._path, self._fs = self._open_store(spark, lock_path(config))
@@ -100,14 +119,11 @@ class RunLock:
 
     def _open_store(self, spark: SparkSession, path: str):
         """The lock's Hadoop Path and FileSystem, through the session's JVM (jobs/connect_files.py: without one)."""
-        jvm = spark.sparkContext._jvm
-        self._io_utils = jvm.org.apache.commons.io.IOUtils
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-        return hadoop_path, hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self._io_utils = spark.sparkContext._jvm.org.apache.commons.io.IOUtils
+        return _hadoop_store(spark, path)
 
     def acquire(self) -> None:
-        if is_s3(self._path.toString()):
-            require_conditional_writes(self._fs, self._path, self.holder.run_id)
+        # On S3 the session proved the store's conditional writes when it was built (prove_lock_store).
         if self._create():
             return
         current = self._wait_while_unwritten(self._read())

@@ -134,9 +134,6 @@ class JobRun:
                     self._record("refused", str(refusal))
                 self.progress("refused", str(refusal))
                 raise
-            except UnguardedStore as unguarded:  # nothing written, job_runs included: no lock guards it
-                self.progress("failed", str(unguarded))
-                raise
             if self._lock.took_over is not None:
                 self.progress("lock", f"took over the lock of a dead run: {self._lock.took_over.describe()}")
         return self
@@ -205,8 +202,8 @@ def run_job(job: str, step: Step, argv: Sequence[str] | None, description: str) 
     config = parse_config(argv, description, job)
     try:
         spark = build_session(config, f"groupscope-{job.replace('_', '-')}")
-    except StoreUnavailable as unavailable:  # its message names the store and carries no secret
-        print(f"groupscope: {unavailable}", file=sys.stderr, flush=True)
+    except (StoreUnavailable, UnguardedStore) as unusable:  # its message names the store and carries no secret
+        print(f"groupscope: {unusable}", file=sys.stderr, flush=True)
         return EXIT_FAILED
     try:
         with JobRun(spark, config, job) as run:

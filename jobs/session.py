@@ -23,7 +23,7 @@ from jobs.config import REPO_ROOT, Config
 from jobs.connect import build_remote_session
 from jobs.embedded_metastore import embedded_metastore_conf
 from jobs.hive_metastore import hive_settings, reach_metastore
-from jobs.locks import RunRefused
+from jobs.locks import RunRefused, prove_lock_store
 from jobs.object_store import (
     check_reachable,
     configure_workers,
@@ -114,7 +114,8 @@ def build_session(config: Config, app_name: str) -> SparkSession:
         configure_workers(session, pyarrow_environment(config, secrets))
         try:
             check_reachable(session, config, secrets)
-        except Exception:
+            prove_lock_store(session, config)  # before the metastore's first write into the bucket
+        except BaseException:  # UnguardedStore is a SystemExit
             session.stop()
             raise
     if config.metastore == "hive":

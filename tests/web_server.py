@@ -1,5 +1,6 @@
 """A plain web server on loopback, for the tests of an endpoint that answers HTTP but is not S3 (issue 71 §4):
-Python's http.server over an empty folder, so GET and HEAD answer 404 and PUT and DELETE 501."""
+Python's http.server over an empty folder, so GET and HEAD answer 404 and PUT and DELETE 501. It notes each
+request's method and path, so a test can tell which write reached it first."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
+class _NotingHandler(SimpleHTTPRequestHandler):
+    def __init__(self, *args, requests: list[tuple[str, str]], **kwargs) -> None:
+        self._requests = requests
+        super().__init__(*args, **kwargs)
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:
+            self._requests.append((self.command, self.path))
+        return parsed
+
     def log_message(self, format, *args) -> None:
         pass
 
@@ -17,7 +28,9 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 class WebServer:
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(folder)))
+        self.requests: list[tuple[str, str]] = []
+        handler = partial(_NotingHandler, directory=str(folder), requests=self.requests)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
