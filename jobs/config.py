@@ -18,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from transforms.history.settings import HistorySettings
+
 # Under spark-submit the code runs from a zip; the launcher says where the checkout (conf/, jvm/) is.
 REPO_ROOT = Path(os.environ.get("GROUPSCOPE_HOME") or Path(__file__).resolve().parent.parent)
 DEFAULTS_FILE = REPO_ROOT / "conf" / "defaults.toml"
@@ -53,6 +55,16 @@ class GoldSettings:
     stale_after_days: int = 7
     offsets_retention_minutes: int = 10_080  # the cluster's offsets.retention.minutes
     expiry_warning_hours: int = 24
+
+    def history_settings(self) -> HistorySettings:
+        """What the history fold reads of these (transforms/history never reads a config)."""
+        return HistorySettings(
+            cooperative_round_gap_ms=self.cooperative_round_gap_ms,
+            departure_slack_ms=self.departure_slack_ms,
+            default_session_timeout_ms=self.consumer_session_timeout_ms,
+            default_heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
+            storm_rebalances_per_hour=self.storm_rebalances_per_hour,
+        )
 
 
 def _validated(database: str, cluster: str) -> None:

@@ -86,3 +86,21 @@ file_states_schema = StructType(
         column("max_offset", LongType()),
     ]
 )
+
+# ops: where one group's history fold stopped (transforms/history: its State as JSON), one row per group
+# of a cluster; written by the history step after the night's rows, so a run killed before it folds the
+# same records again from the same state. `fold_version`: a state of another version is not read (the
+# group is folded from its first record). `last_source_offset`: of the last group record folded (a group's
+# records and commits share one __consumer_offsets partition); `commits_from`: the earliest commit time
+# the next fold reads.
+history_state_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("group_id", StringType(), False),
+        column("fold_version", IntegerType(), False),
+        column("last_source_partition", IntegerType()),
+        column("last_source_offset", LongType()),
+        column("commits_from", TimestampType()),
+        column("state_json", StringType(), False),
+    ]
+)

@@ -1,0 +1,92 @@
+"""The history fold's writes: each group's rows replaced from its fold's frontier on, and the state where
+its fold stopped (`history_state`), one MERGE per table.
+
+A table's MERGE deletes a folded group's stored rows at and after its frontier and inserts the fold's
+rows, in one commit: a reader sees the group's rows of the night before or of this night, never neither.
+The states are written last. A run killed before them folds the same records again from the same states
+and replaces the same rows, so the tables end as one uninterrupted run leaves them.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import Config
+from jobs.delta_tables import DeltaTable
+from jobs.tables import cluster_rows, ensure_table, sql_string_literal
+from jobs.watermarks import noting, recording_empty_commits
+from schemas.ops import history_state_schema
+from transforms.gold.history_fold import GROUP
+from transforms.history.fold import FOLD_VERSION, FREQUENCY_TABLE
+
+HISTORY_STATE = "history_state"
+# A MERGE source's column telling a group's frontier (which stored rows give way) from the rows to add.
+_MARKER = "_is_frontier_marker"
+_FRONTIER = ("frontier_incarnation", "frontier_generation", "frequency_from")
+# A stored row at or after its group's frontier (fold.is_at_or_after; rebalance_frequency: Rows.replaces).
+_AT_OR_AFTER = (
+    "s.frontier_incarnation IS NULL OR t.incarnation > s.frontier_incarnation"
+    " OR (t.incarnation = s.frontier_incarnation"
+    " AND (s.frontier_generation IS NULL OR t.generation IS NULL OR t.generation >= s.frontier_generation))"
+)
+_FREQUENCY_AT_OR_AFTER = "s.frequency_from IS NULL OR t.period_start >= s.frequency_from"
+
+
+def ensure_state_table(spark: SparkSession, config: Config) -> None:
+    ensure_table(spark, config.table(HISTORY_STATE), history_state_schema, partition_by=("cluster",))
+
+
+def stored_states(spark: SparkSession, config: Config) -> DataFrame:
+    """The cluster's states the fold of this version reads (another version's: that group starts over)."""
+    states = cluster_rows(spark, config, HISTORY_STATE, history_state_schema)
+    return states.where(F.col("fold_version") == F.lit(FOLD_VERSION))
+
+
+def replace_from_frontiers(
+    spark: SparkSession, config: Config, name: str, folded: DataFrame, rows: DataFrame, commit_note: str
+) -> None:
+    """One MERGE into table `name`: the stored rows of `folded`'s groups at or after their frontiers give
+    way to `rows` (their rows from the frontier on)."""
+    markers = folded.select(*GROUP, *_FRONTIER).withColumn(_MARKER, F.lit(True))
+    source = rows.withColumn(_MARKER, F.lit(False)).unionByName(markers, allowMissingColumns=True)
+    replaced = _FREQUENCY_AT_OR_AFTER if name == FREQUENCY_TABLE else _AT_OR_AFTER
+    condition = (
+        f"t.cluster = {sql_string_literal(config.cluster)} AND s.{_MARKER}"
+        f" AND t.cluster = s.cluster AND t.group_id = s.group_id AND ({replaced})"
+    )
+    inserted = {f"`{column}`": f"s.`{column}`" for column in rows.columns}
+    with noting(spark, commit_note), recording_empty_commits(spark):
+        (
+            DeltaTable.forName(spark, config.table(name))
+            .alias("t")
+            .merge(source.alias("s"), condition)
+            .whenMatchedDelete()
+            .whenNotMatchedInsert(condition=f"NOT s.{_MARKER}", values=inserted)
+            .execute()
+        )
+
+
+def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
+    """The folded groups' new states in place of their stored ones (a group left with none: deleted)."""
+    states = folded.select(
+        *GROUP,
+        F.lit(FOLD_VERSION).alias("fold_version"),
+        "last_source_partition",
+        "last_source_offset",
+        "commits_from",
+        "state_json",
+    )
+    condition = (
+        f"t.cluster = {sql_string_literal(config.cluster)} AND t.cluster = s.cluster AND t.group_id = s.group_id"
+    )
+    with noting(spark, commit_note), recording_empty_commits(spark):
+        (
+            DeltaTable.forName(spark, config.table(HISTORY_STATE))
+            .alias("t")
+            .merge(states.alias("s"), condition)
+            .whenMatchedDelete(condition="s.state_json IS NULL")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll(condition="s.state_json IS NOT NULL")
+            .execute()
+        )
