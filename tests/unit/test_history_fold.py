@@ -117,6 +117,7 @@ def test_the_state_holds_the_open_generation_and_the_one_before_it_and_a_continu
         "generation_capacity": [4],
         "rebalances": [4],
         "partition_movements": [4],
+        "streams_members": [],  # a streams group's only
     }
     # rebalance_frequency is keyed by period: the fold gives the day of the frontier whole again
     assert again.frequency_from == at(0).replace(hour=0)

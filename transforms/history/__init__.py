@@ -3,12 +3,14 @@ group's rows of the gold history tables, and its new state, out. Pure Python: ne
 Spark's Python workers run it over Arrow batches and its tests need no JVM (like transforms.decoder).
 
 Entry point: `transforms.history.fold.fold(state, records, commits, settings, topic_names) -> (rows, state)`.
-It covers classic consumer groups (protocol type `consumer`, eager and cooperative, dynamic and static
-members; records.classic_records) and KIP-848 consumer groups (records types 3-8 and 16;
-records.consumer_records, epochs.py), and the tables `generations`, `generation_assignments`,
-`generation_capacity`, `rebalances`, `partition_movements` and `rebalance_frequency`, with the rules of
-transforms/gold as they stand (see fold.py for what is left). A KIP-848 group's partitions are keyed by
-topic id: `topic_names` (topic id -> (topic, topic_name_source)) is an explicit input, the map
+It covers classic groups (protocol type `consumer`, eager and cooperative, dynamic and static members, and
+Connect's; records.classic_records), KIP-848 consumer groups (records types 3-8 and 16;
+records.consumer_records, epochs.py), share groups (KIP-932, types 10-14) and streams groups (KIP-1071,
+types 17, 19-22), the last two read as their KIP-848 twins (twins.py), and the tables `generations`,
+`generation_assignments`, `generation_capacity`, `rebalances`, `partition_movements`,
+`rebalance_frequency` and (streams groups; streams.py) `streams_members`, with the rules of transforms/gold
+as they stand (see fold.py for what is left). An epoch group's partitions are keyed by topic id:
+`topic_names` (topic id -> (topic, topic_name_source)) is an explicit input, the map
 transforms/gold/topic_names.py builds from the cluster's partition metadata, commits and topic-id table.
 
 Continuation. A fold emits every row of a group from its *frontier* on, and the caller replaces the
@@ -20,8 +22,9 @@ later record can change a row; at and after it, one can:
   and decides whether it was a cooperative revoke round (then it produces no rebalance of its own and
   its successor's rebalance spans both);
 - an eager rebalance whose pause waits for the group's first commit after it;
-- a KIP-848 epoch that holds a partition still held, or that a member has not reached yet, or that shares a
-  holding with the latest epoch (epoch_fold.py).
+- an epoch (KIP-848, share, streams) that holds a partition still held, or that a member has not reached
+  yet, or that shares a holding with the latest epoch (epoch_fold.py); the latest epoch's streams members,
+  whose tasks follow their records.
 The state holds the generations from the closing generation before the frontier (the "before" side of
 the frontier's rebalance) on, so folding a prefix and then the rest from its state equals folding all.
 `rebalance_frequency`, keyed by period, is given again from the frontier's day on (frequency.py).

@@ -68,10 +68,14 @@ def members_left(
     commits: CommitTimes,
     settings: HistorySettings,
     own_records: OwnRecords | None = None,
+    commits_follow_heartbeats: bool = True,
 ) -> list[dict]:
     """Each member that left -> its DEPARTURE: its last sign of life (a classic member: the last record of
-    the generation it left; a KIP-848 member: its last own record, `own_records`, with no generation's
-    record given; either: its partitions' last commit at or before the join) and what the silence says."""
+    the generation it left; an epoch group's member: its last own record, `own_records`, with no
+    generation's record given; either: its partitions' last commit at or before the join) and what the
+    silence says. A member whose records state no session timeout may have committed up to a heartbeat
+    interval after its last heartbeat, unless it commits nothing (`commits_follow_heartbeats` False: a
+    share member), when the full default session timeout applies."""
     departures = []
     for member in left_members:
         key = member_key(member)
@@ -86,7 +90,7 @@ def members_left(
         silent_ms = None if last_seen is None else unix_millis(join_completed_at) - unix_millis(last_seen)
         session_ms = member["session_timeout_ms"]
         timeout_ms = session_ms if session_ms is not None else settings.default_session_timeout_ms
-        heartbeat_ms = settings.default_heartbeat_interval_ms if session_ms is None else 0
+        heartbeat_ms = settings.default_heartbeat_interval_ms if session_ms is None and commits_follow_heartbeats else 0
         how = HOW_UNKNOWN
         if silent_ms is not None and silent_ms < timeout_ms - heartbeat_ms:
             how = HOW_CLEAN

@@ -1,5 +1,6 @@
-"""The fold's KIP-848 half: a consumer group's records into the state's entries (epochs.py), the entries'
-rows of every table, and which entries can still change (the frontier's candidates, fold.py).
+"""The fold's half for epoch groups (KIP-848; share and streams, read as their twins): a group's records into
+the state's entries (epochs.py), the entries' rows of every table (a streams group's `streams_members` and
+standby task moves: streams.py), and which entries can still change (the frontier's candidates, fold.py).
 
 An epoch's rows can change after later records while it holds a partition still held (the holding's end,
 and whether its owner's next epoch row holds it on, are to come), while a member has not reached it (a
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from transforms.history import capacity, epoch_rows, epochs, generations, rebalances
+from transforms.history import capacity, epoch_rows, epochs, generations, rebalances, streams
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import HistorySettings
+from transforms.history.twins import GROUP_PROTOCOL_STREAMS
 
 
 def add(state, record: Mapping) -> None:
@@ -68,6 +70,14 @@ def rows(state, commits: CommitTimes, settings: HistorySettings, names: epoch_ro
     (none: a KIP-848 rebalance waits for no later commit)."""
     group = {"cluster": state.cluster, "group_id": state.group_id}
     gold = [epoch_rows.gold_entry(entry, names) for entry in state.entries]
+    # A streams epoch's own members (their tasks, which the gold shape has no column for), by gold entry.
+    streams_epochs = {
+        id(gold_entry): entry
+        for gold_entry, entry in zip(gold, state.entries, strict=True)
+        if entry["group_protocol"] == GROUP_PROTOCOL_STREAMS and not entry["is_deletion"]
+    }
+    for entry in streams_epochs.values():
+        tables["streams_members"].extend(streams.member_rows(group, entry))
     _with_idle_since(gold, state.idle_run_started_at)
     by_incarnation: dict[int, list[dict]] = {}
     for entry in gold:
@@ -85,6 +95,9 @@ def rows(state, commits: CommitTimes, settings: HistorySettings, names: epoch_ro
             row, movements, _ = rebalances.rebalance_rows(
                 group, rounds, closing, before, commits, settings, own_records(state)
             )
+            if id(closing) in streams_epochs:
+                before_epoch = streams_epochs.get(id(before)) if before is not None else None
+                row["moved_standby_task_count"] = streams.standby_task_moves(before_epoch, streams_epochs[id(closing)])
             tables["rebalances"].append(row)
             tables["partition_movements"].extend(movements)
     return []

@@ -2,7 +2,8 @@
 `generation_assignments` (rules of transforms/gold/epochs.py and generations.explode_generation_assignments).
 
 Topics are named through `names`, topic id -> (topic, topic_name_source), the cluster's map as
-transforms/gold/topic_names.py ranks its sources; an id it does not name stays an id, source 'unresolved'.
+transforms/gold/topic_names.py ranks its sources; an id it does not name stays an id, source 'unresolved'
+(a streams group's: 'subtopology', the subtopology id standing for the topic id, twins.py).
 """
 
 from __future__ import annotations
@@ -11,23 +12,24 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 from transforms.history.generations import member_key
+from transforms.history.twins import GROUP_PROTOCOL_STREAMS
 
-SOURCE_UNRESOLVED = "unresolved"
+SOURCE_UNRESOLVED, SOURCE_SUBTOPOLOGY = "unresolved", "subtopology"
 TopicNames = Mapping[str, tuple[str, str]]
 
 
-def _named(partitions: Sequence[Mapping], names: TopicNames) -> list[dict]:
+def _named(partitions: Sequence[Mapping], names: TopicNames, unnamed_source: str) -> list[dict]:
     named = []
     for tp in partitions:
         topic_id = tp["topic_id"]
-        topic, source = names.get(topic_id, (topic_id, SOURCE_UNRESOLVED))
+        topic, source = names.get(topic_id, (topic_id, unnamed_source))
         named.append(
             {"topic": topic, "partitions": list(tp["partitions"]), "topic_id": topic_id, "topic_name_source": source}
         )
     return named
 
 
-def gold_member(member: Mapping, names: TopicNames) -> dict:
+def gold_member(member: Mapping, names: TopicNames, unnamed_source: str) -> dict:
     """An epoch's member -> gold's MEMBER: owned is its current assignment as the epoch ended, by topic id."""
     end = sorted(member["end"] or [], key=lambda held: (held[0], held[1]))
     by_topic: dict[str, list[int]] = {}
@@ -47,8 +49,8 @@ def gold_member(member: Mapping, names: TopicNames) -> dict:
         "session_timeout_ms": None,
         "rebalance_timeout_ms": member["rebalance_timeout_ms"],
         "subscribed_topics": list(member["subscribed_topics"]),
-        "assigned_partitions": _named(current, names),
-        "target_partitions": _named(member["target"], names),
+        "assigned_partitions": _named(current, names, unnamed_source),
+        "target_partitions": _named(member["target"], names, unnamed_source),
         "ownership": ownership,
     }
 
@@ -63,6 +65,8 @@ def gold_entry(entry: Mapping, names: TopicNames) -> dict:
     else:
         reconciled_at = max(reached) if all(at is not None for at in reached) else None
     assignors = [m["server_assignor"] for m in members if m["server_assignor"] is not None]
+    is_streams = entry["group_protocol"] == GROUP_PROTOCOL_STREAMS
+    unnamed_source = SOURCE_SUBTOPOLOGY if is_streams else SOURCE_UNRESOLVED
     return {
         **entry,
         "protocol_type": entry["group_protocol"],
@@ -71,7 +75,7 @@ def gold_entry(entry: Mapping, names: TopicNames) -> dict:
         "record_count": 1,
         "static_replacements": [],
         "reconciled_at": reconciled_at,
-        "members": [gold_member(m, names) for m in members],
+        "members": [gold_member(m, names, unnamed_source) for m in members],
     }
 
 

@@ -12,6 +12,11 @@ record that first held it to the member's next type 8 record without it (or its 
 its first STABLE current assignment of that epoch or a later one (`reached_at`). A type 3 tombstone deletes
 the group: a new incarnation starts with nothing known (a repeat tombstone is dropped).
 
+Share and streams groups replay the same way, their records read as their consumer twins (twins.py): an
+entry carries the group's kind (`group_protocol`), and a streams member also what its metadata and its
+last current assignment before the epoch ended say beyond the twin (`streams`, as `end` follows its
+records), for the `streams_members` table (streams.py).
+
 The replay's maps live in the fold's state (`replay`): JSON-shaped, keyed by strings.
 """
 
@@ -23,7 +28,6 @@ from datetime import datetime
 from transforms.history.generations import skipped_generations
 from transforms.history.records import MEMBER_METADATA_FIELDS
 
-GROUP_PROTOCOL_CONSUMER = "consumer"
 RECORD_GROUP_EPOCH, RECORD_MEMBER_METADATA, RECORD_TARGET_EPOCH = 3, 5, 6
 RECORD_TARGET_MEMBER, RECORD_CURRENT_MEMBER, RECORD_REGULAR_EXPRESSION = 7, 8, 16
 MEMBER_STATE_STABLE = 0
@@ -33,7 +37,7 @@ OWN_RECORD_TYPES = (RECORD_MEMBER_METADATA, RECORD_CURRENT_MEMBER)
 
 def new_replay() -> dict:
     """What the replay knows of the current incarnation (own record times span incarnations)."""
-    return {"members": {}, "targets": {}, "regexes": {}, "bumps": {}, "trackers": {}, "stable": {}}
+    return {"members": {}, "targets": {}, "regexes": {}, "bumps": {}, "trackers": {}, "stable": {}, "streams": {}}
 
 
 def _tracker(replay: dict, member_id: str) -> dict:
@@ -59,7 +63,7 @@ def _entry_base(record: Mapping, incarnation: int, generation: int | None, previ
     return {
         "incarnation": incarnation,
         "generation": generation,
-        "group_protocol": GROUP_PROTOCOL_CONSUMER,
+        "group_protocol": record["group_protocol"],
         "recorded_at": record["record_at"],
         "last_recorded_at": record["record_at"],
         "source_partition": record["source_partition"],
@@ -76,6 +80,9 @@ def _member_at(replay: dict, member_id: str, metadata: Mapping, generation: int)
     subscribed = sorted(set(metadata["subscribed_topic_names"] or []) | set(resolved or []))
     reached = [at for epoch, at in replay["stable"].get(member_id, []) if epoch >= generation]
     last_state = _tracker(replay, member_id)["last_state"]
+    streams = None
+    if metadata["streams"] is not None:  # a streams member: its metadata, and its last current assignment
+        streams = {**metadata["streams"], "current": replay["streams"].get(member_id)}
     return {
         "member_id": member_id,
         "group_instance_id": metadata["instance_id"],
@@ -88,6 +95,7 @@ def _member_at(replay: dict, member_id: str, metadata: Mapping, generation: int)
         "target": replay["targets"].get(member_id) or [],
         "end": None if last_state is None else [list(held) for held in last_state],
         "reached_at": min(reached) if reached else None,
+        "streams": streams,
     }
 
 
@@ -128,10 +136,14 @@ def _current_assignment(replay: dict, record: Mapping, live: list[dict]) -> None
     if record["is_tombstone"]:
         return
     tracker["last_state"] = [[topic_id, partition, since, None] for (topic_id, partition), since in now.items()]
+    if record.get("streams") is not None:
+        replay["streams"][member_id] = record["streams"]
     latest = live[-1] if live else None
     for member in latest["members"] if latest is not None else []:
         if member["member_id"] == record["member_id"]:
             member["end"] = [list(held) for held in tracker["last_state"]]
+            if member["streams"] is not None:
+                member["streams"] = {**member["streams"], "current": record.get("streams")}
     if record["member_state"] == MEMBER_STATE_STABLE and record["member_epoch"] is not None:
         replay["stable"].setdefault(record["member_id"], []).append([record["member_epoch"], at])
         for entry in live:
@@ -156,7 +168,7 @@ def replay_record(replay: dict, record: Mapping, live: list[dict]) -> None:
         return
     if kind == RECORD_MEMBER_METADATA:
         table = "members"
-        value = {name: record[name] for name in MEMBER_METADATA_FIELDS}
+        value = {**{name: record[name] for name in MEMBER_METADATA_FIELDS}, "streams": record.get("streams")}
     elif kind == RECORD_TARGET_MEMBER:
         table, value = "targets", record["assigned_partitions"]
     elif kind == RECORD_REGULAR_EXPRESSION:

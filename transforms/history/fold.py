@@ -1,16 +1,16 @@
 """The fold of one group: `fold(state, records, commits, settings, topic_names) -> (rows, state)`.
 
-- `records`: the group's records (records.classic_records or, for a KIP-848 group, records.consumer_records
-  shapes its silver rows), in log order, after those the state has seen. One that is not (a late
-  backup's) raises ValueError: the caller folds the group again from silver, from no state. So does a
-  group with both kinds (a classic group converted to the consumer protocol): not folded yet.
+- `records`: the group's records (records.classic_records or, for a KIP-848, share or streams group,
+  records.consumer_records shapes its silver rows), in log order, after those the state has seen. One
+  that is not (a late backup's) raises ValueError: the caller folds the group again from silver, from no
+  state. So does a group with both kinds (a classic group converted to the consumer protocol): not folded
+  yet.
 - `commits`: the group's counted commit times, from the state's `commits_from` on (departures.py).
 - rows: every column of gold `generations`, `generation_assignments`, `generation_capacity`,
-  `rebalances` and `partition_movements`, from the state's frontier on (see the package docstring),
-  as transforms/gold computes them.
+  `rebalances`, `partition_movements` and (streams groups) `streams_members`, from the state's frontier on
+  (see the package docstring), as transforms/gold computes them.
 
-Not here yet: the what-if replay (Kafka's assignors in the JVM, with topic partition counts),
-`streams_members`, and groups of other protocols (Connect, share, streams).
+Not here yet: the what-if replay (Kafka's assignors in the JVM, with topic partition counts).
 
 Assumes, as Kafka writes them, that an incarnation's generation numbers grow in log order: a record of a
 generation seen before (not the incarnation's last) is gathered into that generation's entry only while
@@ -28,7 +28,7 @@ from transforms.history import capacity, epoch_fold, epochs, frequency, generati
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
-FOLD_VERSION = 2
+FOLD_VERSION = 3
 # Tables keyed by (incarnation, generation); rebalance_frequency is keyed by period (frequency.py).
 GENERATION_TABLES = (
     "generations",
@@ -36,6 +36,7 @@ GENERATION_TABLES = (
     "generation_capacity",
     "rebalances",
     "partition_movements",
+    "streams_members",  # streams groups' only
 )
 FREQUENCY_TABLE = "rebalance_frequency"
 TABLES = (*GENERATION_TABLES, FREQUENCY_TABLE)
@@ -58,8 +59,8 @@ class State:
     idle_run_started_at: datetime | None = None  # of the incarnation's run of generations with idle members
     frequency_from: datetime | None = None  # the day from which the next fold emits rebalance_frequency
     settled_hours: list[list] = field(default_factory=list)  # [hour, rebalances, moves] below the frontier
-    replay: dict | None = None  # a KIP-848 group's: what its records say now (epochs.py); None: a classic group
-    own_records: dict = field(default_factory=dict)  # KIP-848: member_id -> its own records' times (epoch_fold)
+    replay: dict | None = None  # an epoch group's: what its records say now (epochs.py); None: a classic group
+    own_records: dict = field(default_factory=dict)  # epoch groups: member_id -> its own records' times (epoch_fold)
     fold_version: int = FOLD_VERSION
 
     @property

@@ -6,6 +6,13 @@ partitions whose owner before is still a member, and the next generation follows
 largest rebalance timeout: that next generation's rebalance then spans both, and movement is counted
 between the two ends. Every other generation closes a logical rebalance, keyed by its generation; the
 one before it is the incarnation's previous closing generation.
+
+Epoch groups (KIP-848, share, streams: every target-assignment epoch is a rebalance of its own) go on into
+the next epoch, when it follows in time, where their join does not complete in the epoch (`_goes_on`):
+a consumer member whose regex is not resolved yet; a share group waiting for its partitions' state to be
+initialised (an epoch that targets nothing, or what the epoch before it did, next to the same members);
+a streams group whose topology is not validated yet (an epoch that targets no active task, next to the
+same members).
 """
 
 from __future__ import annotations
@@ -15,25 +22,49 @@ from collections.abc import Mapping, Sequence
 from transforms.history import departures, movement
 from transforms.history.generations import GROUP_PROTOCOL_CLASSIC, member_key, owned_partitions
 from transforms.history.settings import HistorySettings
+from transforms.history.twins import GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE, GROUP_PROTOCOL_STREAMS
 
-PROTOCOL_EAGER, PROTOCOL_COOPERATIVE, PROTOCOL_CONSUMER = "eager", "cooperative", "consumer"
-GROUP_PROTOCOL_CONSUMER = "consumer"
+PROTOCOL_EAGER, PROTOCOL_COOPERATIVE = "eager", "cooperative"
+# An epoch group's rebalances are named after its kind.
+EPOCH_PROTOCOLS = (GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE, GROUP_PROTOCOL_STREAMS)
 COOPERATIVE_ASSIGNORS = ("cooperative-sticky", "compatible", "sessioned")  # consumer; Connect (KIP-415, KIP-507)
 MEMBER_REF_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host")
 
 
 def rebalance_protocol(assignor: str | None, group_protocol: str = GROUP_PROTOCOL_CLASSIC) -> str:
-    if group_protocol == GROUP_PROTOCOL_CONSUMER:
-        return PROTOCOL_CONSUMER
+    if group_protocol in EPOCH_PROTOCOLS:
+        return group_protocol
     return PROTOCOL_COOPERATIVE if assignor in COOPERATIVE_ASSIGNORS else PROTOCOL_EAGER
 
 
-def _goes_on(entry: Mapping, previous: Mapping | None) -> bool:
-    """Whether a generation's rebalance goes on in the next, if that follows in time: a cooperative round
-    that revoked partitions from members that stay; a KIP-848 epoch with a member whose regex the
-    coordinator has not resolved yet (it subscribes to nothing: the next epoch completes its join)."""
+def _member_keys(entry: Mapping) -> list[str]:
+    return sorted(member_key(m) for m in entry["members"])
+
+
+def _targets(entry: Mapping) -> list:
+    return sorted(([member_key(m), m["target"]] for m in entry["members"]), key=repr)
+
+
+def _epoch_goes_on(entry: Mapping, previous: Mapping | None, following: Mapping) -> bool:
+    """An epoch group's rules (see the module docstring); `previous` is the incarnation's live epoch before."""
+    members = entry["members"]
     if entry["group_protocol"] == GROUP_PROTOCOL_CONSUMER:
-        return any(not m["subscribed_topics"] for m in entry["members"])
+        return any(not m["subscribed_topics"] for m in members)
+    same_members_next = _member_keys(following) == _member_keys(entry)
+    targets_nothing = all(not m["target"] for m in members)
+    if not members or not same_members_next:
+        return False
+    if entry["group_protocol"] == GROUP_PROTOCOL_STREAMS:
+        return targets_nothing
+    targets_as_before = previous is not None and _targets(previous) == _targets(entry)
+    return (targets_nothing or targets_as_before) and all(m["subscribed_topics"] for m in members)
+
+
+def _goes_on(entry: Mapping, previous: Mapping | None, following: Mapping) -> bool:
+    """Whether a generation's rebalance goes on in the next, if that follows in time: a cooperative round
+    that revoked partitions from members that stay; an epoch whose join completes in the next."""
+    if entry["group_protocol"] in EPOCH_PROTOCOLS:
+        return _epoch_goes_on(entry, previous, following)
     if rebalance_protocol(entry["assignor"]) != PROTOCOL_COOPERATIVE or previous is None:
         return False
     keys = {member_key(m) for m in entry["members"]}
@@ -45,7 +76,7 @@ def _goes_on(entry: Mapping, previous: Mapping | None) -> bool:
 
 def is_revoke_round(entry: Mapping, previous: Mapping | None, following: Mapping, round_gap_fallback_ms: int) -> bool:
     """Whether a generation with a successor in its incarnation only revoked (its rebalance goes on)."""
-    if not _goes_on(entry, previous):
+    if not _goes_on(entry, previous, following):
         return False
     timeouts = [m["rebalance_timeout_ms"] for m in entry["members"] if m["rebalance_timeout_ms"] is not None]
     round_gap_ms = max(timeouts) if timeouts else round_gap_fallback_ms
@@ -145,8 +176,9 @@ def rebalance_rows(
     if membership["left_members"]:
         last_recorded_at = before["last_recorded_at"] if own_records is None else None
         leavers = membership["left_members"]
+        is_share = closing["group_protocol"] == GROUP_PROTOCOL_SHARE
         left = departures.members_left(
-            leavers, before_owned, last_recorded_at, join_completed_at, commits, settings, own_records
+            leavers, before_owned, last_recorded_at, join_completed_at, commits, settings, own_records, not is_share
         )
     changes = movement.partition_changes(before_owned, owned_partitions(closing), closing["members"])
     moves = movement.movement_columns(changes, closing["members"])

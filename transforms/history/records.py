@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from transforms.history import twins
+
 LOG_ORDER = ("source_partition", "source_offset")
 MEMBER_FIELDS = (
     "member_id",
@@ -106,13 +108,19 @@ def _topic_id_partitions(value) -> list[dict] | None:
 
 
 def consumer_records(rows: Iterable[Mapping]) -> list[dict]:
-    """One KIP-848 group's `consumer_group_records` rows -> its records of CONSUMER_GROUP_RECORD_TYPES in log
-    order, each with the fields of CONSUMER_RECORD_FIELDS (topic-id partitions as plain lists)."""
+    """One KIP-848, share or streams group's `consumer_group_records` rows -> its records of
+    CONSUMER_GROUP_RECORD_TYPES and their share and streams twins (twins.py) in log order, each with the
+    fields of CONSUMER_RECORD_FIELDS (topic-id partitions as plain lists) and `group_protocol`."""
     records = []
     for row in rows:
-        if row["record_type"] not in CONSUMER_GROUP_RECORD_TYPES:
+        kind = row["record_type"]
+        if kind not in CONSUMER_GROUP_RECORD_TYPES and twins.group_protocol(kind) is None:
             continue
         record = {name: row[name] for name in CONSUMER_RECORD_FIELDS}
+        if kind in CONSUMER_GROUP_RECORD_TYPES:
+            record["group_protocol"] = twins.GROUP_PROTOCOL_CONSUMER
+        else:
+            twins.as_consumer_twin(record, kind, row["value_json"])
         for name in ("assigned_partitions", "partitions_pending_revocation"):
             record[name] = _topic_id_partitions(record[name])
         for name in ("subscribed_topic_names", "resolved_topics"):
