@@ -14,7 +14,8 @@ NAMES = {ORDER_ID: ("Order", "offset_commit")}
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2
 
 
-def _row(offset: int, seconds: float, record_type: int, is_tombstone: bool = False, **fields) -> dict:
+def row(offset: int, seconds: float, record_type: int, is_tombstone: bool = False, **fields) -> dict:
+    """A silver `consumer_group_records` row of any type; the columns not given are null."""
     columns = {
         "member_id": None,
         "regular_expression": None,
@@ -33,6 +34,7 @@ def _row(offset: int, seconds: float, record_type: int, is_tombstone: bool = Fal
         "assigned_partitions": None,
         "partitions_pending_revocation": None,
         "resolved_topics": None,
+        "value_json": None,
     }
     columns.update(fields)
     return {
@@ -52,12 +54,12 @@ def _on_order(partitions: Sequence[int]) -> list[dict]:
 
 
 def group_epoch(offset: int, seconds: float, epoch: int) -> dict:
-    return _row(offset, seconds, 3, group_epoch=epoch)
+    return row(offset, seconds, 3, group_epoch=epoch)
 
 
 def joined(offset: int, seconds: float, member_id: str, topics: Sequence[str] = ("Order",)) -> dict:
     """Member metadata (type 5): the member joined (or changed its subscription)."""
-    return _row(
+    return row(
         offset,
         seconds,
         5,
@@ -72,11 +74,11 @@ def joined(offset: int, seconds: float, member_id: str, topics: Sequence[str] = 
 
 
 def target(offset: int, seconds: float, member_id: str, partitions: Sequence[int]) -> dict:
-    return _row(offset, seconds, 7, member_id=member_id, assigned_partitions=_on_order(partitions))
+    return row(offset, seconds, 7, member_id=member_id, assigned_partitions=_on_order(partitions))
 
 
 def target_epoch(offset: int, seconds: float, epoch: int) -> dict:
-    return _row(offset, seconds, 6, assignment_epoch=epoch)
+    return row(offset, seconds, 6, assignment_epoch=epoch)
 
 
 def current(
@@ -89,7 +91,7 @@ def current(
     state: int = STABLE,
 ) -> dict:
     """A current member assignment (type 8): what the member owns, and holds until it has revoked it."""
-    return _row(
+    return row(
         offset,
         seconds,
         8,
@@ -103,7 +105,7 @@ def current(
 
 def fenced(offset: int, seconds: float, member_id: str) -> list[dict]:
     """The tombstones of a member that left or was fenced: current assignment, target, metadata."""
-    return [_row(offset + index, seconds, kind, True, member_id=member_id) for index, kind in enumerate((8, 7, 5))]
+    return [row(offset + index, seconds, kind, True, member_id=member_id) for index, kind in enumerate((8, 7, 5))]
 
 
 def records(*rows: dict | list[dict]) -> list[dict]:
