@@ -3,10 +3,10 @@ loopback: s3proxy 4.1.0 (conditional writes) and 2.6.0 (ignores If-None-Match), 
 scripts/s3proxy.sh, and real `spark-submit.sh` runs with the warehouse in the bucket.
 
 One module fixture runs everything, in two rounds of runs side by side (the machine has two cores):
-  1. a wrong endpoint, wrong credentials, the store without conditional writes, S3A told the store has
-     none (all aimed at warehouses that must stay free of tables and locks), and a nightly into
-     warehouse b killed at a progress line;
-  2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), once the two
+  1. a wrong endpoint, wrong credentials, a web server that is not S3 (tests/web_server.py), the store
+     without conditional writes, S3A told the store has none (all aimed at warehouses that must stay free
+     of tables and locks), and a nightly into warehouse b killed at a progress line;
+  2. two nightlies at once into warehouse a (one must be refused by the S3 run lock), once the three
      failures aimed at a have ended, and b run again once it was killed;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
 views of a's metastore read its tables; then, side by side, `./spark-sql.sh` on a and beeline asking the
@@ -55,6 +55,7 @@ from tests.s3_runs import (
 )
 from tests.s3_shells import printed_rows, read_with_the_shells
 from tests.s3_tables import TIMELINE_HEADER, TIMELINE_QUERY
+from tests.web_server import WebServer
 
 KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one table of six
 # A run against a store that does not answer or refuses it: a JVM start (a minute on a loaded two-core
@@ -108,8 +109,10 @@ def run_everything(work: Path, credentials: dict, shipped, store: S3Server, lega
         )
 
     wrong_secret = {**credentials, SECRET_KEY_ENV: f"wrong-{secrets.token_urlsafe(16)}"}
+    web = WebServer(work / "web")  # answers HTTP (404 to GET and HEAD, 501 to PUT), and is not S3
     first_round = {
         "bad_endpoint": start("bad-endpoint", f"s3a://{BUCKET}/a", endpoint=f"http://127.0.0.1:{free_port()}"),
+        "not_s3": start("not-s3", f"s3a://{BUCKET}/a", endpoint=web.endpoint),
         "bad_credentials": start("bad-credentials", f"s3a://{BUCKET}/a", env=wrong_secret),
         "unguarded": start("unguarded", f"s3a://{BUCKET}/a", endpoint=legacy.endpoint),
         # S3A's own declaration that a store has no conditional writes, on the store that has them.
@@ -126,7 +129,8 @@ def run_everything(work: Path, credentials: dict, shipped, store: S3Server, lega
     # Each run of the second round starts once the runs it must follow have ended, not once the whole
     # first round has: the failures spend most of their time waiting out S3A's retries, and the killed
     # run is slowest, so the machine would otherwise idle between the rounds.
-    results = {name: finished(first_round[name]) for name in ("bad_endpoint", "bad_credentials")}
+    results = {name: finished(first_round[name]) for name in ("bad_endpoint", "bad_credentials", "not_s3")}
+    web.stop()
     warehouse_a_after_failures = sorted(
         str(p.relative_to(store.bucket_folder)) for p in (store.bucket_folder / "a").rglob("*")
     )
@@ -161,6 +165,8 @@ def run_everything(work: Path, credentials: dict, shipped, store: S3Server, lega
         "warehouse_a_after_failures": warehouse_a_after_failures,
         "legacy_objects": legacy_objects,
         "c_objects": c_objects,
+        "not_s3_requests": web.requests,
+        "not_s3_metastore": work / "metastore-not-s3",
         "endpoint": store.endpoint,
     }
 
@@ -175,6 +181,20 @@ def test_a_wrong_endpoint_fails_in_bounded_time_naming_the_store(s3):
     assert outcome.code == 1, outcome.output[-2000:]
     assert "cannot use s3a://groupscope at the S3 endpoint http://127.0.0.1:" in outcome.output
     assert "Nothing was written" in outcome.output and "Traceback" not in outcome.output
+    assert outcome.seconds < FAILURE_BOUND_SECONDS, f"took {outcome.seconds:.0f} s"
+
+
+def test_an_endpoint_that_answers_http_but_is_not_s3_fails_in_one_line_before_the_metastore(s3):
+    # S3A reads the server's 404s as absent objects, so the reachability check passes; the session's lock
+    # store probe is its first write, before the metastore's CREATE DATABASE would put a folder marker.
+    outcome = s3["results"]["not_s3"]
+    assert outcome.code == 1, outcome.output[-2000:]
+    failed = [line for line in outcome.output.splitlines() if "cannot write the run lock to s3a://groupscope" in line]
+    assert len(failed) == 1 and "Status Code: 501" in failed[0] and "Nothing was written" in failed[0], outcome.output
+    assert "Traceback" not in outcome.output and "\tat " not in outcome.output, outcome.output[-3000:]
+    writes = [path for method, path in s3["not_s3_requests"] if method not in ("GET", "HEAD")]
+    assert writes and all(path.endswith(".conditional-write-probe") for path in writes), s3["not_s3_requests"]
+    assert not (s3["not_s3_metastore"] / "metastore_db").exists(), "the embedded metastore was opened"
     assert outcome.seconds < FAILURE_BOUND_SECONDS, f"took {outcome.seconds:.0f} s"
 
 
@@ -200,7 +220,8 @@ def test_a_store_without_conditional_writes_is_refused_saying_why(s3):
     assert outcome.code == 1, outcome.output[-2000:]
     assert "does not support conditional writes" in outcome.output
     assert "refusing to run unguarded" in outcome.output and "Traceback" not in outcome.output
-    # Only the database folder S3A made while the session started: no table, no lock, no probe left.
+    # The session's probe refused the store before its metastore made the database folder: no table, no
+    # lock, no probe left.
     assert not [name for name in s3["legacy_objects"] if "_delta_log" in name or "lock" in name or "probe" in name]
 
 
