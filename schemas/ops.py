@@ -104,3 +104,18 @@ history_state_schema = StructType(
         column("state_json", StringType(), False),
     ]
 )
+
+# ops: one group's counted commits of one partition between two times at which history reads commits
+# (transforms/gold/commit_summary.py): the first and the last. `interval_start`: the time that opens the
+# interval, null before the group's first. Kept by jobs/commit_summaries.py.
+commit_summary_schema = StructType(
+    [
+        column("cluster", StringType(), False),
+        column("group_id", StringType(), False),
+        column("topic", StringType(), False),
+        column("partition", IntegerType(), False),
+        column("interval_start", TimestampType()),
+        column("first_at", TimestampType(), False),
+        column("last_at", TimestampType(), False),
+    ]
+)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import history_state
+from jobs import commit_summaries, history_state
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config
 from jobs.history_changes import GROUP_RECORD_TABLES, STEP, silver_at, silver_changes
@@ -26,7 +26,7 @@ from jobs.runs import JobRun
 from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, TOPIC_IDS, cluster_rows, ensure_table, materialized
 from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note
 from schemas import gold, ops
-from transforms.gold import epochs, offsets, touched, whatif, whatif_inputs
+from transforms.gold import commit_summary, epochs, touched, whatif, whatif_inputs
 from transforms.gold.history_fold import (
     GROUP,
     TopicNames,
@@ -39,6 +39,7 @@ from transforms.history.fold import TABLES
 from transforms.history.settings import HistorySettings
 
 _POSITION = ("last_source_partition", "last_source_offset")
+WRITTEN_TABLES = (*TABLES, "rebalance_whatif")
 _NO_GROUPS = "cluster string, group_id string"
 
 
@@ -53,6 +54,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             deletion_vectors=True,
         )
     history_state.ensure_state_table(spark, config)
+    commit_summaries.ensure_summary_table(spark, config)
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
     commit_note = note(STEP, config.cluster, until)
     silver = {name: silver_at(spark, config, name, version) for name, version in until.items()}
@@ -62,9 +64,10 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     run.counts["commit_topic_names_continued"] = int(continued)
     topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
     names = materialized(epochs.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
-    states = _states_to_continue(spark, config, run, silver, until, names)
-    commits = offsets.filter_uncounted_commits(silver["offset_commits"])
-    folded = _fold(spark, silver, commits, states, config.gold_settings().history_settings(), _collected(names))
+    changes = _changes(spark, config, run, until)
+    summary = commit_summaries.refresh(spark, config, silver, changes, commit_note)
+    states = _states_to_continue(spark, config, run, silver, changes, names)
+    folded = fold_groups(silver, summary, states, config.gold_settings().history_settings(), collected_names(names))
     run.counts["groups_folded"] = folded.count()
     run.progress(
         STEP,
@@ -77,21 +80,26 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     run.count_tables(HISTORY_TABLES)
 
 
+def _changes(spark: SparkSession, config: Config, run: JobRun, until: dict) -> dict[str, DataFrame] | None:
+    """Silver's rows changed since the versions the history tables cover; None: fold every group anew."""
+    covered = None if config.full else _covered(spark, config, until)
+    if covered is None:
+        return None
+    try:
+        return silver_changes(spark, config, covered, until)
+    except ChangesUnavailable as unavailable:
+        run.progress(STEP, f"folding every group from its first record: {unavailable}")
+        return None
+
+
 def _states_to_continue(
-    spark: SparkSession, config: Config, run: JobRun, silver: dict, until: dict, names: DataFrame
+    spark: SparkSession, config: Config, run: JobRun, silver: dict, changes: dict | None, names: DataFrame
 ) -> DataFrame:
-    """(GROUP, state_json, *_POSITION, commits_from, is_touched) of every group to fold: the touched
-    groups' stored states, a null state for a group to fold from its first record."""
+    """(GROUP, state_json, *_POSITION, commits_from) of every group to fold: the touched groups' stored
+    states, a null state for a group to fold from its first record."""
     every_group = touched.groups_of(
         silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
     )
-    covered = None if config.full else _covered(spark, config, until)
-    changes = None
-    if covered is not None:
-        try:
-            changes = silver_changes(spark, config, covered, until)
-        except ChangesUnavailable as unavailable:
-            run.progress(STEP, f"folding every group from its first record: {unavailable}")
     stored = history_state.stored_states(spark, config)
     if changes is None:
         groups = materialized(every_group)
@@ -119,7 +127,7 @@ def _covered(spark: SparkSession, config: Config, until: dict) -> dict[str, int]
     """The silver versions every history table and the states cover (the oldest note of each input: a
     run killed part way leaves some a run ahead); None when one has no note or is ahead of silver."""
     covered: dict[str, int] = {}
-    for name in (*HISTORY_TABLES, history_state.HISTORY_STATE):
+    for name in (*WRITTEN_TABLES, history_state.HISTORY_STATE, commit_summaries.TABLE):
         noted = covered_versions(spark, config.table(name), STEP, config.cluster)
         if noted is None or set(noted) != set(SILVER_INPUTS):
             return None
@@ -144,15 +152,12 @@ def _landed_below_states(changes: dict[str, DataFrame], stored: DataFrame) -> Da
     return found.distinct()
 
 
-def _fold(
-    spark: SparkSession,
-    silver: dict,
-    commits: DataFrame,
-    states: DataFrame,
-    settings: HistorySettings,
-    names: TopicNames,
+def fold_groups(
+    silver: dict, summary: DataFrame, states: DataFrame, settings: HistorySettings, names: TopicNames
 ) -> DataFrame:
-    """Every group of `states` folded (one mapInArrow pass), held: each table's MERGE reads it."""
+    """Every group of `states` (GROUP, state_json, *_POSITION, commits_from; a null state: from its first
+    record) folded over its silver records after its state and its commit summary's intervals from
+    `commits_from` on, in one mapInArrow pass; held, as each table's MERGE reads it."""
     after_state = F.col("last_source_offset").isNull() | (
         F.struct("source_partition", "source_offset") > F.struct(*[F.col(column) for column in _POSITION])
     )
@@ -169,9 +174,13 @@ def _fold(
     members = silver["group_members"].join(metadata.select("record_id"), on="record_id", how="left_semi")
     records = classic_records_frame(metadata, members)
     epoch_records = new_rows(silver["consumer_group_records"])
-    read_from = F.col("commits_from").isNull() | (F.col("record_at") >= F.col("commits_from"))
-    group_commits = commits.join(F.broadcast(positions), on=list(GROUP), how="inner").where(
-        read_from & (F.col("commits_from").isNotNull() | after_state)
+    # No state, or one whose fold reads no commit before its new records: every interval (more than it
+    # reads is harmless: it reads by time).
+    read_from = F.col("commits_from").isNull() | (F.col("last_at") >= F.col("commits_from"))
+    group_commits = commit_summary.as_commits(
+        summary.join(F.broadcast(positions.select(*GROUP, "commits_from")), on=list(GROUP), how="inner").where(
+            read_from
+        )
     )
     log = history_log(records, group_commits, states, epoch_records)
     folded = materialized(folded_groups(log, settings, names))
@@ -180,7 +189,7 @@ def _fold(
     return folded
 
 
-def _collected(names: DataFrame) -> TopicNames:
+def collected_names(names: DataFrame) -> TopicNames:
     collected: TopicNames = defaultdict(dict)
     for row in names.collect():
         collected[row["cluster"]][row["topic_id"]] = (row["topic"], row["topic_name_source"])
@@ -188,12 +197,14 @@ def _collected(names: DataFrame) -> TopicNames:
 
 
 def _replace_whatif(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
-    """The night's rebalances replayed through Kafka's assignors (one JVM call), beside their generations
-    as the table now holds them (a rebalance's generation before it may lie below its frontier)."""
-    rebalances = folded_rows(folded, "rebalances")
-    generations = cluster_rows(spark, config, "generations").join(
-        folded.select(*GROUP), on=list(GROUP), how="left_semi"
-    )
-    replay = materialized(whatif_inputs.replay_inputs(rebalances, generations))
-    rows = whatif.rebalance_whatif(replay, replay_assignors(replay), rebalances)
+    """The night's rebalances replayed beside their generations as the table now holds them (a
+    rebalance's generation before it may lie below its frontier)."""
+    of_groups = cluster_rows(spark, config, "generations").join(folded.select(*GROUP), on=list(GROUP), how="left_semi")
+    rows = whatif_rows(folded_rows(folded, "rebalances"), of_groups)
     history_state.replace_from_frontiers(spark, config, "rebalance_whatif", folded, rows, commit_note)
+
+
+def whatif_rows(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
+    """`rebalances` replayed through Kafka's assignors, one JVM call for all (whatif.py)."""
+    replay = materialized(whatif_inputs.replay_inputs(rebalances, generations))
+    return whatif.rebalance_whatif(replay, replay_assignors(replay), rebalances)

@@ -9,8 +9,14 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from tests.spark.test_history_fold_equality import SETTINGS, _classic_groups, table_rows
-from transforms.gold import offsets
+from tests.spark.test_history_fold_equality import (
+    SETTINGS,
+    _classic_groups,
+    _cluster_topic_names,
+    _kip848_groups,
+    table_rows,
+)
+from transforms.gold import commit_summary, offsets
 from transforms.gold.history_fold import (
     GROUP,
     classic_records_frame,
@@ -93,3 +99,32 @@ def test_a_record_below_a_groups_state_asks_for_a_refold(classic):
     refolded = again.where("needs_refold").collect()
     assert refolded and all(row["state_json"] is not None for row in refolded)
     assert all(len(row[name]) == 0 for row in refolded for name in TABLES)
+
+
+def test_the_commit_summary_gives_the_history_every_commit_gives(classic, lab):
+    """The fold fed each partition's first and last commit between the group's record times (one row per
+    interval, transforms/gold/commit_summary.py) gives the rows every commit gives."""
+    records, commits, expected = classic
+    summary = commit_summary.summarized(commits, commit_summary.boundaries(lab["group_metadata"], None)).cache()
+    states = records.sparkSession.createDataFrame([], NO_STATES)
+    folded = folded_groups(history_log(records, commit_summary.as_commits(summary), states), SETTINGS).cache()
+    assert table_rows(_collected(folded)) == expected
+    assert summary.count() * 4 < commits.count()  # it does summarize
+
+
+def test_kip848_groups_fold_in_the_same_pass_with_their_topic_names(lab):
+    """KIP-848 groups' consumer_group_records rows, named by the cluster's topic ids, through the same
+    pass (their commits summarized): the rows Spark's history gives."""
+    spark = lab["consumer_group_records"].sparkSession
+    groups = F.broadcast(spark.createDataFrame(_kip848_groups(lab), "cluster string, group_id string"))
+    epoch_records = lab["consumer_group_records"].join(groups, on=list(GROUP), how="left_semi")
+    commits = offsets.filter_uncounted_commits(lab["offset_commits"]).join(groups, on=list(GROUP), how="left_semi")
+    summary = commit_summary.summarized(commits, commit_summary.boundaries(None, epoch_records))
+    no_classic = classic_records_frame(lab["group_metadata"].limit(0), lab["group_members"].limit(0))
+    states = spark.createDataFrame([], NO_STATES)
+    log = history_log(no_classic, commit_summary.as_commits(summary), states, epoch_records)
+    folded = folded_groups(log, SETTINGS, _cluster_topic_names(lab)).cache()
+    of_groups = {name: lab[name].join(groups, on=list(GROUP), how="left_semi").collect() for name in TABLES}
+    expected = table_rows({name: [row.asDict(recursive=True) for row in rows] for name, rows in of_groups.items()})
+    assert table_rows(_collected(folded)) == expected
+    assert sum(len(rows) for rows in expected.values()) >= 100

@@ -66,13 +66,14 @@ def classic_records_frame(group_metadata: DataFrame, group_members: DataFrame) -
 def history_log(
     records: DataFrame, commits: DataFrame, states: DataFrame, epoch_records: DataFrame | None = None
 ) -> DataFrame:
-    """records (classic_records_frame), counted commits (GROUP, topic, partition, record_at, log order),
+    """records (classic_records_frame), counted commits (GROUP, topic, partition, record_at: every one, or
+    transforms/gold/commit_summary.as_commits),
     states (GROUP, state_json) and silver `consumer_group_records` rows -> one frame, each group's rows
     together: state, then log order."""
     parts = [
         states.select(*GROUP, "state_json").withColumn("kind", F.lit(KIND_STATE)),
         records.withColumn("kind", F.lit(KIND_RECORD)),
-        commits.select(*GROUP, *_LOG_ORDER, "topic", "partition", "record_at").withColumn("kind", F.lit(KIND_COMMIT)),
+        commits.select(*GROUP, "topic", "partition", "record_at").withColumn("kind", F.lit(KIND_COMMIT)),
     ]
     if epoch_records is not None:
         epoch_record = F.struct(*epoch_records.columns).alias("epoch_record")
