@@ -20,6 +20,8 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -29,14 +31,20 @@ import org.apache.kafka.streams.kstream.Produced;
  *
  * Topology: words -> groupBy(value) -> count -> word-counts. The groupBy makes a repartition topic (a
  * second subtopology) and the count a changelogged store, so the group has stateful tasks that standby
- * replicas can hold. Usage: LabStreamsApp bootstrap applicationId name stateDir eventsFile [stateless:IN:OUT].
- * With the last argument the topology is IN -> mapValues(upper case) -> OUT instead: one stateless
- * subtopology without a repartition topic, whose tasks follow IN's partitions when it grows.
+ * replicas can hold. Usage: LabStreamsApp bootstrap applicationId name stateDir eventsFile [KIND:IN:OUT].
+ * With the last argument the topology is one of:
+ * - stateless:IN:OUT, IN -> mapValues(upper case) -> OUT: one stateless subtopology without a repartition
+ *   topic, whose tasks follow IN's partitions when it grows;
+ * - stateless-lower:IN:OUT, the same with lower case: changed processing, the same subtopologies and topics;
+ * - counting:IN:OUT, IN -> groupBy(value) -> count -> OUT: the default's shape on other topics (two
+ *   subtopologies, a repartition topic and a changelog).
  *
  * The instance writes its own view as JSON lines to eventsFile (the lab's member-*.jsonl ground truth):
- * every state transition from the state listener, and its active and standby tasks whenever they change
- * (polled from metadataForLocalThreads, which is what the instance itself believes it runs). SIGTERM
- * closes it with LEAVE_GROUP (a clean leave); SIGKILL is a crash.
+ * its topology as it describes it (each subtopology's source topics) when it starts, every state
+ * transition from the state listener, an uncaught error from the uncaught-exception handler (the client
+ * is then shut down, as with no handler), and its active and standby tasks whenever they change (polled
+ * from metadataForLocalThreads, which is what the instance itself believes it runs). SIGTERM closes it
+ * with LEAVE_GROUP (a clean leave); SIGKILL is a crash.
  */
 public final class LabStreamsApp {
     private static Writer events;
@@ -80,23 +88,37 @@ public final class LabStreamsApp {
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 
         StreamsBuilder builder = new StreamsBuilder();
-        if (args.length > 5 && args[5].startsWith("stateless:")) {
-            String[] topics = args[5].split(":");
-            builder.<String, String>stream(topics[1])
-                    .mapValues(value -> value.toUpperCase())
-                    .to(topics[2], Produced.with(Serdes.String(), Serdes.String()));
-        } else {
-            builder.<String, String>stream("words")
-                    .groupBy((key, word) -> word, Grouped.as("by-word"))
+        // Internal topics are named after the application id, so every counting app can use the same names.
+        String[] variant = args.length > 5 ? args[5].split(":") : new String[] {"counting", "words", "word-counts"};
+        if (variant[0].equals("stateless") || variant[0].equals("stateless-lower")) {
+            boolean lower = variant[0].equals("stateless-lower");
+            builder.<String, String>stream(variant[1])
+                    .mapValues(value -> lower ? value.toLowerCase() : value.toUpperCase())
+                    .to(variant[2], Produced.with(Serdes.String(), Serdes.String()));
+        } else if (variant[0].equals("counting")) {
+            builder.<String, String>stream(variant[1])
+                    .groupBy((key, value) -> value, Grouped.as("by-word"))
                     .count(Materialized.as("counts"))
                     .toStream()
-                    .map((word, count) -> KeyValue.pair(word, Long.toString(count)))
-                    .to("word-counts", Produced.with(Serdes.String(), Serdes.String()));
+                    .map((value, count) -> KeyValue.pair(value, Long.toString(count)))
+                    .to(variant[2], Produced.with(Serdes.String(), Serdes.String()));
+        } else {
+            throw new IllegalArgumentException("unknown topology " + args[5]);
         }
 
         Topology topology = builder.build();
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.setStateListener((to, from) -> event("streams_state", ",\"from\":\"" + from + "\",\"to\":\"" + to + "\""));
+        streams.setUncaughtExceptionHandler(error -> {
+            StringBuilder causes = new StringBuilder("[");
+            for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+                String message = String.valueOf(cause.getMessage()).replace("\\", "\\\\").replace("\"", "\\\"");
+                causes.append(causes.length() > 1 ? "," : "").append("{\"class\":\"").append(cause.getClass().getName())
+                        .append("\",\"message\":\"").append(message).append("\"}");
+            }
+            event("streams_uncaught_error", ",\"causes\":" + causes.append(']'));
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
 
         ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
         String[] last = {""};
@@ -124,7 +146,18 @@ public final class LabStreamsApp {
             event("streams_closed", "");
             closed.countDown();
         }));
-        event("streams_starting", ",\"subtopologies\":" + topology.describe().subtopologies().size());
+        StringBuilder sources = new StringBuilder("{");
+        for (TopologyDescription.Subtopology subtopology : topology.describe().subtopologies()) {
+            TreeSet<String> topics = new TreeSet<>();
+            for (TopologyDescription.Node node : subtopology.nodes()) {
+                if (node instanceof TopologyDescription.Source source) {
+                    topics.addAll(source.topicSet());
+                }
+            }
+            sources.append(sources.length() > 1 ? "," : "").append('"').append(subtopology.id()).append("\":").append(jsonList(topics));
+        }
+        event("streams_starting", ",\"subtopologies\":" + topology.describe().subtopologies().size()
+                + ",\"source_topics\":" + sources.append('}'));
         streams.start();
         closed.await();
     }
