@@ -5,7 +5,7 @@ leaves cleanly, one is fenced at its session timeout. No Spark."""
 
 from __future__ import annotations
 
-from tests.history_epochs import records
+from tests.history_epochs import records, row
 from tests.history_fold import at, fold_at_once, fold_in_two, in_order
 from tests.history_twins import (
     SHARE_NAMES,
@@ -160,3 +160,25 @@ def test_share_and_streams_groups_folded_in_two_at_every_cut_equal_folding_at_on
             if in_order(fold_in_two(written, [], cut, SETTINGS, names)) != at_once
         ]
         assert differing == []
+
+
+def test_a_streams_member_back_after_the_groups_deletion_shows_its_tasks_from_before_it_as_gold_does():
+    """Gold's streams_members reads a member's latest current assignment before an epoch's end in any of
+    the group's incarnations: s1, back with its member id after the group was deleted, shows in the new
+    incarnation's first epoch the task it held before (it has reconciled nothing since), while the
+    generation's own members (ownership by incarnation) say it owns nothing. Gold's bug, matched."""
+    written = records(
+        streams_joined(0, 0, "s1", 8081), streams_epoch(1, 0, 1), streams_target(2, 0, "s1", {"0": [0]}),
+        streams_target_epoch(3, 0, 1), streams_current(4, 0.5, "s1", 1, {"0": [0]}),
+        streams_left(5, 10, "s1"), streams_epoch(8, 10, 2), streams_target_epoch(9, 10, 2),
+        row(10, 20, 17, is_tombstone=True),
+        streams_joined(11, 30, "s1", 8081), streams_epoch(12, 30, 1), streams_target(13, 30, "s1", {"0": [0]}),
+        streams_target_epoch(14, 30, 1),
+        streams_joined(15, 30.2, "s2", 8082), streams_epoch(16, 30.2, 2), streams_target_epoch(17, 30.2, 2),
+    )  # fmt: skip
+    tables = fold_at_once(written, [], SETTINGS)
+    members = {(m["incarnation"], m["generation"], m["member_id"]): m for m in tables["streams_members"]}
+    back = members[(1, 1, "s1")]
+    assert (back["member_epoch"], back["active_tasks"]) == (1, [{"subtopology_id": "0", "partitions": [0]}])
+    generation = next(g for g in tables["generations"] if (g["incarnation"], g["generation"]) == (1, 1))
+    assert owned(generation) == {"s1": []}

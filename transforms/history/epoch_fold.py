@@ -24,7 +24,7 @@ def add(state, record: Mapping) -> None:
     if epochs.is_deletion(record):
         if not state.follows_deletion:
             state.entries.append(epochs.deletion_entry(record, state.incarnation, _latest_generation(state)))
-            state.incarnation, state.replay = state.incarnation + 1, epochs.new_replay()
+            state.incarnation, state.replay = state.incarnation + 1, epochs.next_incarnation(state.replay)
         state.follows_deletion = True
         return
     state.follows_deletion = False
