@@ -2,11 +2,12 @@
 configuration (conf/defaults.toml, the environment file, the flags) decides the master, the warehouse, the
 metastore and the Spark settings, so a shell or a JDBC server opens what the jobs write.
 
-    python -m jobs.sql_launch [--conf conf/<env>.toml] [--warehouse DIR] ...
+    python -m jobs.sql_launch [--thrift-server] [--conf conf/<env>.toml] [--warehouse DIR] ...
 
 prints, NUL-separated, the warehouse whose embedded metastore the launcher must lock (empty with a
-metastore service, which serves every process at once), then spark-submit's arguments. A wrong setting
-exits 2 with one line, as a job's would.
+metastore service, which serves every process at once), then spark-submit's arguments, and with
+--thrift-server the server's own (its authentication, [thriftserver]). A wrong setting exits 2 with one
+line, as a job's would.
 
 On S3 (docs/s3.md) the shells get the jobs' S3A settings, but their credentials only as references to
 the variables [storage.s3] names (`${env.NAME}`): these arguments end on spark-submit's command line,
@@ -16,14 +17,24 @@ the JVM inherits, where Hadoop's Configuration reads them when S3A asks for the 
 
 from __future__ import annotations
 
+import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jobs.command_line import config_from_args, parser, refuse
 from jobs.config import REPO_ROOT, Config, ConfigError
 from jobs.hive_metastore import hive_settings
 from jobs.object_store import credential_references, hadoop_settings, s3_paths
 from jobs.session import embedded_metastore_conf
+
+# The Thrift server's password check (jvm/thriftserver), and the system properties naming its variables.
+PASSWORD_CHECK_CLASS = "groupscope.EnvironmentPasswordAuthenticator"
+PASSWORD_CHECK_PROPERTIES = {
+    "user_env": "groupscope.thriftserver.user_env",
+    "password_env": "groupscope.thriftserver.password_env",
+}
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def launch_arguments(config: Config) -> tuple[str, list[str]]:
@@ -47,10 +58,43 @@ def launch_arguments(config: Config) -> tuple[str, list[str]]:
     return locked, arguments
 
 
+def thrift_server_arguments(config: Config, environment: Mapping[str, str] | None = None) -> list[str]:
+    """The Thrift server's --hiveconf arguments for [thriftserver] authentication: none for "none" (Hive's
+    NONE, which accepts any user name and password), Hive's CUSTOM with groupscope's password check for
+    "password". Only the variables' names go on the command line; both must be set and not empty here,
+    before a JVM starts, as the S3 credentials are."""
+    environment = os.environ if environment is None else environment
+    section = config.section("thriftserver")
+    authentication = section.get("authentication", "none")
+    if authentication == "none":
+        return []
+    if authentication != "password":
+        raise ConfigError(f'thriftserver.authentication {authentication!r}: write "none" or "password"')
+    arguments = [
+        "--hiveconf",
+        "hive.server2.authentication=CUSTOM",
+        "--hiveconf",
+        f"hive.server2.custom.authentication.class={PASSWORD_CHECK_CLASS}",
+    ]
+    for key, java_property in PASSWORD_CHECK_PROPERTIES.items():
+        name = str(section.get(key, ""))
+        if not _VARIABLE_NAME.fullmatch(name):
+            raise ConfigError(f"thriftserver.{key} {name!r} must name an environment variable (letters, digits and _)")
+        if not environment.get(name):
+            raise ConfigError(f"environment variable {name} ([thriftserver] {key}) is not set, or is empty")
+        arguments += ["--hiveconf", f"{java_property}={name}"]
+    return arguments
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser("the settings of ./spark-sql.sh and scripts/thriftserver.sh").parse_args(argv)
+    command_line = parser("the settings of ./spark-sql.sh and scripts/thriftserver.sh")
+    command_line.add_argument("--thrift-server", action="store_true", help="add the Thrift server's own arguments")
+    args = command_line.parse_args(argv)
     try:
-        locked, arguments = launch_arguments(config_from_args(args))
+        config = config_from_args(args)
+        locked, arguments = launch_arguments(config)
+        if args.thrift_server:
+            arguments += thrift_server_arguments(config)
     except ConfigError as error:
         refuse(str(error))
     sys.stdout.write("".join(f"{argument}\0" for argument in [locked, *arguments]))

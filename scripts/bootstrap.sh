@@ -2,9 +2,9 @@
 # Installs what a groupscope command needs, idempotently, in parts; each launcher asks for its own:
 #   scripts/bootstrap.sh PART...
 #   job        the Python venv (pinned pyproject.toml), Spark's jars (Delta, the Kafka source), Hadoop's S3A,
-#              groupscope's Java compiled against them (the decoder's fast path, the what-if assignor replay)
-#              and the report's charting library: ./spark-submit.sh, ./spark-sql.sh, scripts/thriftserver.sh,
-#              scripts/connect.sh, scripts/beeline.sh
+#              groupscope's Java compiled against them (the decoder's fast path, the Thrift server's password
+#              check, the what-if assignor replay) and the report's charting library: ./spark-submit.sh,
+#              ./spark-sql.sh, scripts/thriftserver.sh, scripts/connect.sh, scripts/beeline.sh
 #   s3proxy    the s3proxy release, and nothing else (scripts/s3proxy.sh)
 #   metastore  the venv (the service runs on pyspark's Hadoop jars), the Hive metastore release and Debian's
 #              PostgreSQL (scripts/metastore.sh)
@@ -23,7 +23,7 @@ usage() { echo "usage: scripts/bootstrap.sh job|s3proxy|metastore|lab|tests... (
 (($# > 0)) || usage
 steps=()
 add_steps() { local step; for step in "$@"; do [[ " ${steps[*]} " == *" $step "* ]] || steps+=("$step"); done; }
-job_steps=(venv jars:spark jars:s3 decoder jars:assignors assignor-replay report-charts)
+job_steps=(venv jars:spark jars:s3 decoder thriftserver jars:assignors assignor-replay report-charts)
 lab_steps=(venv jars:kafka-4 jars:kafka-3.9 jars:kafka-4.3 jars:kafka-4.4 jars:kafka-streams jars:kafka-streams-4.3
   jars:kafka-streams-4.4)
 metastore_steps=(venv jars:metastore postgresql)
@@ -101,22 +101,24 @@ fetch_jars() {  # $1 = folder under jvm/ holding pom.xml; $2 = groupIds to exclu
   echo "$want" >"$dir/jars/.stamp"
 }
 
-# The decoder's fast path is one Java class compiled against the pinned pyspark's jars and placed with
-# the other Spark jars, so spark-submit.sh (--jars) and direct sessions (spark.jars) both load it.
-compile_decoder() {
-  local jar="jvm/spark/jars/groupscope-decoder.jar" want pyspark_jars classes
-  want="$(stamp_of jvm/decoder/src/groupscope/*.java pyproject.toml)"
-  to_install decoder "$(stamped "$jar" jvm/spark/jars/.decoder-stamp "$want")" || return 0
-  echo "bootstrap: compiling the decoder's Java fast path (jvm/decoder)" >&2
+# groupscope's Java for Spark's JVMs, compiled against the pinned pyspark's jars and placed with the other
+# Spark jars, so spark-submit.sh (--jars), direct sessions (spark.jars) and the SQL launchers' driver class
+# path all load it: the decoder's fast path (jvm/decoder), and the Thrift server's password check
+# (jvm/thriftserver, [thriftserver] authentication = "password").
+compile_for_spark() {  # $1 = step and folder under jvm/; $2 = what it is, for the console
+  local jar="jvm/spark/jars/groupscope-$1.jar" want pyspark_jars classes
+  want="$(stamp_of "jvm/$1"/src/groupscope/*.java pyproject.toml)"
+  to_install "$1" "$(stamped "$jar" "jvm/spark/jars/.$1-stamp" "$want")" || return 0
+  echo "bootstrap: compiling $2 (jvm/$1)" >&2
   need_javac
   pyspark_jars="$("$venv/bin/python" -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')"
   classes="$(mktemp -d)"
-  javac -nowarn --release 17 -cp "$pyspark_jars/*" -d "$classes" jvm/decoder/src/groupscope/*.java
+  javac -nowarn --release 17 -cp "$pyspark_jars/*" -d "$classes" "jvm/$1"/src/groupscope/*.java
   # Written beside it and renamed over it: a Spark JVM already running keeps reading the old file.
   jar cf "$jar.new" -C "$classes" groupscope
   mv -f "$jar.new" "$jar"
   rm -rf "$classes"
-  echo "$want" >jvm/spark/jars/.decoder-stamp
+  echo "$want" >"jvm/spark/jars/.$1-stamp"
 }
 
 # The what-if replay runs Kafka's own assignors (jvm/assignors: the pinned kafka-clients and group
@@ -175,7 +177,8 @@ for step in "${steps[@]}"; do
     jars:spark) fetch_jars spark "$spark_excludes" ;;
     jars:s3) fetch_jars s3 "$s3_excludes" ;;
     jars:*) fetch_jars "${step#jars:}" ;;
-    decoder) compile_decoder ;;
+    decoder) compile_for_spark decoder "the decoder's Java fast path" ;;
+    thriftserver) compile_for_spark thriftserver "the Thrift server's password check" ;;
     assignor-replay) compile_assignor_replay ;;
     report-charts) install_report_charts ;;
     # The metastore service keeps its tables in a private cluster of Debian's PostgreSQL (scripts/metastore.sh).

@@ -5,9 +5,15 @@
 # It opens the warehouse and metastore the jobs use, with their Spark settings (conf/defaults.toml, the
 # environment file, then the flags), and listens on 127.0.0.1:10000 unless told otherwise. Connect with
 #   scripts/beeline.sh -u jdbc:hive2://127.0.0.1:10000/groupscope -e 'SELECT * FROM group_health'
-# It does not authenticate: any user name and password are accepted, and every session runs as the user
-# who started the server, with its access to the warehouse (on S3, its credentials), so anyone reaching
-# the port can read, drop or overwrite every table. --bind another address only on a network you trust.
+# Authentication is [thriftserver] in conf/*.toml. Without it (authentication = "none", the default) ANY user
+# name and password are accepted, and anyone reaching the port can read, drop or overwrite every table. With
+# authentication = "password" only the user name and password in the server's environment variables that
+# [thriftserver] names are (GROUPSCOPE_THRIFT_USER, GROUPSCOPE_THRIFT_PASSWORD by default; both must be set,
+# or it exits 2); give beeline the password through a pipe, never on its command line:
+#   scripts/beeline.sh -u jdbc:hive2://127.0.0.1:10000/groupscope -n "$GROUPSCOPE_THRIFT_USER" \
+#     -w <(printf %s "$GROUPSCOPE_THRIFT_PASSWORD") -e 'SELECT * FROM group_health'
+# Either way every session runs as the user who started the server, with its access to the warehouse (on S3,
+# its credentials). The traffic is not encrypted: --bind another address only on a network you trust.
 # The embedded metastore (Derby) lets one process at a time open the warehouse: while a job runs this exits
 # 75, and jobs started while the server runs are refused the same way; stop it before the next run. With a
 # Hive metastore service (storage.metastore = "hive", docs/hive.md) the server and the jobs run side by side.
@@ -37,9 +43,10 @@ export PATH="$root/.venv/bin:$PATH"
 export SPARK_HOME="$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 [[ "$bind" == 127.* ]] && export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 
-# The jobs' own configuration decides the master, the warehouse, the metastore and the Spark settings.
+# The jobs' own configuration decides the master, the warehouse, the metastore and the Spark settings, and
+# [thriftserver] the server's authentication (its --hiveconf arguments: the variables' names, not their values).
 source "$root/scripts/embedded_metastore.sh"
-sql_session_settings ${config_args[@]+"${config_args[@]}"}
+sql_session_settings --thrift-server ${config_args[@]+"${config_args[@]}"}
 
 cd "$root"
 exec "$root/.venv/bin/spark-submit" \

@@ -1,5 +1,6 @@
-"""The TCP addresses a process listens on, read from /proc as `ss -ltnp` reads them: its socket
-descriptors matched against the kernel's tables of sockets in the LISTEN state."""
+"""What `ss` and `ps` show of a test's processes, read from /proc: the TCP addresses a process listens on
+(its socket descriptors matched against the kernel's tables of sockets in the LISTEN state, as `ss -ltnp`),
+and the command lines of a process group's processes."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
             host, port = fields[1].rsplit(":", 1)
             found.add((_address(host), int(port, 16)))
     return found
+
+
+def group_command_lines(group: int) -> dict[int, str]:
+    """The command lines of the processes in process group `group`, as `ps` would show them, by pid."""
+    lines = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state_ppid_pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            if int(state_ppid_pgrp[2]) == group:
+                command_line = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                lines[int(stat.parent.name)] = command_line
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while it was read
+    return lines

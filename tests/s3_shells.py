@@ -19,25 +19,11 @@ from pathlib import Path
 from tests.background_runs import LOOPBACK, Process, spark_environment, wait_until
 from tests.conftest import REPO_ROOT
 from tests.integration.test_thriftserver import accepts_connections
-from tests.listening import listening_addresses
+from tests.listening import group_command_lines, listening_addresses
 from tests.s3_runs import free_port
 
 SAMPLE_EVERY_SECONDS = 0.25
 SHELL_TIMEOUT_SECONDS = 600  # spark-sql on s3proxy took 75 s at load 7; a JVM start is slower under a full suite
-
-
-def group_command_lines(group: int) -> dict[int, str]:
-    """The command lines of the processes in process group `group`, as `ps` would show them, by pid."""
-    lines = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state_ppid_pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
-            if int(state_ppid_pgrp[2]) == group:
-                command_line = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                lines[int(stat.parent.name)] = command_line
-        except (OSError, IndexError, ValueError):
-            continue  # a process that ended while it was read
-    return lines
 
 
 @dataclass

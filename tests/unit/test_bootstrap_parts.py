@@ -12,7 +12,7 @@ from lab.broker import free_port
 from tests.conftest import REPO_ROOT
 
 EXIT_PLANNED = 3
-JOB = ["venv", "jars:spark", "jars:s3", "decoder", "jars:assignors", "assignor-replay", "report-charts"]
+JOB = ["venv", "jars:spark", "jars:s3", "decoder", "thriftserver", "jars:assignors", "assignor-replay", "report-charts"]
 LAB = ["jars:kafka-4", "jars:kafka-3.9", "jars:kafka-4.3", "jars:kafka-4.4", "jars:kafka-streams"]
 LAB += ["jars:kafka-streams-4.3", "jars:kafka-streams-4.4"]
 METASTORE = ["venv", "jars:metastore", "postgresql"]
