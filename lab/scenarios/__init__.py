@@ -26,6 +26,7 @@ SCENARIO_MODULES = {
     "kip848-static": "kip848_static",
     "connect": "connect",
     "streams": "streams",
+    "streams-topology": "streams_topology",
     "share": "share",
     "quickstart": "quickstart",
 }

@@ -138,6 +138,18 @@ def streams_groups(lab: Lab, *args: str) -> str:
     return lab.broker.run_tool(STREAMS_GROUP_COMMAND, "--bootstrap-server", lab.broker.bootstrap_servers, *args)
 
 
+def delete_group(lab: Lab, group: str) -> None:
+    """kafka-streams-groups --delete, once the group has no member left (the tool deletes only an empty group)."""
+
+    def empty() -> bool:
+        return "EMPTY" in streams_groups(lab, "--describe", "--state", "--group", group).upper()
+
+    lab.wait_for(f"{group} empty", empty)
+    streams_groups(lab, "--delete", "--group", group)
+    # Not an expectation: lab.dump checks deletions on type 2/3 history only; the tests read the tombstones.
+    lab.record.event("group_deleted", group=group, tool="kafka-streams-groups --delete")
+
+
 def grow_source(lab: Lab, classes: Path) -> None:
     """The stateless app's source topic grows under its two instances: a new task, no move."""
     lab.create_topic(GROW_INPUT, GROW_PARTITIONS)
@@ -187,14 +199,7 @@ def run(broker: Broker, record: ScenarioLog) -> None:
     wait_for_placement(lab, [doomed])
     lab.wait_caught_up(DELETED_GROUP, (INPUT,))
     doomed.stop()
-
-    def deleted_group_empty() -> bool:
-        return "EMPTY" in streams_groups(lab, "--describe", "--state", "--group", DELETED_GROUP).upper()
-
-    lab.wait_for(f"{DELETED_GROUP} empty", deleted_group_empty)
-    streams_groups(lab, "--delete", "--group", DELETED_GROUP)
-    # Not an expectation: lab.dump checks deletions on type 2/3 history only; the tests read the tombstones.
-    record.event("group_deleted", group=DELETED_GROUP, tool="kafka-streams-groups --delete")
+    delete_group(lab, DELETED_GROUP)
 
     members = streams_groups(lab, "--describe", "--members", "--verbose", "--all-groups")
     record.event("streams_groups_described", tool="kafka-streams-groups --describe --members --verbose", output=members)
