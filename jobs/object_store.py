@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from py4j.protocol import Py4JJavaError
+from pyarrow import fs
 from pyspark.sql import SparkSession
 
 from jobs.config import Config, ConfigError
@@ -26,6 +27,9 @@ S3_SCHEMES = ("s3a", "s3", "s3n")
 DELTA_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
 # What the SQL launchers can hand to Hadoop as ${env.NAME} (credential_references).
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The SQL launchers' check of the buckets (check_buckets), bounded as conf/s3.toml bounds S3A's first request.
+BUCKET_CHECK_CONNECT_TIMEOUT_S, BUCKET_CHECK_REQUEST_TIMEOUT_S, BUCKET_CHECK_ATTEMPTS = 15, 30, 2
+NO_SUCH_BUCKET = "no such bucket there (a HEAD of the bucket found none), or it is not an S3 API store"
 
 
 class StoreUnavailable(RuntimeError):
@@ -186,6 +190,13 @@ def root_cause(throwable) -> str:
     return f"{cause.getClass().getSimpleName()}: {first_line[0] if first_line else ''}".strip()
 
 
+def _unusable(bucket: str, config: Config, reason: str) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"cannot use {bucket} at {s3_settings(config).describe()}: {reason.rstrip('.')}. Nothing was written; check "
+        "[storage.s3] (endpoint, region, path_style_access) and the credentials in the environment variables it names"
+    )
+
+
 def check_reachable(spark: SparkSession, config: Config, secrets: Mapping[str, str]) -> None:
     """One request to each S3 bucket the run uses, before anything is written: a wrong endpoint or
     wrong credentials fail here, in the bounded time of S3A's retry settings, naming the store."""
@@ -198,9 +209,32 @@ def check_reachable(spark: SparkSession, config: Config, secrets: Mapping[str, s
             probe = jvm.org.apache.hadoop.fs.Path(path)
             probe.getFileSystem(hadoop_conf).exists(probe)
         except Py4JJavaError as error:
-            reason = redact(root_cause(error.java_exception), secrets.values())
-            raise StoreUnavailable(
-                f"cannot use {bucket} at {s3_settings(config).describe()}: {reason}. Nothing was written; "
-                "check [storage.s3] (endpoint, region, path_style_access) and the credentials in the "
-                "environment variables it names"
-            ) from None
+            raise _unusable(bucket, config, redact(root_cause(error.java_exception), secrets.values())) from None
+
+
+def check_buckets(config: Config, secrets: Mapping[str, str]) -> None:
+    """Before a SQL launcher starts its JVM (jobs/sql_launch.py): each bucket the shell or server will open is
+    asked for, with pyarrow's S3 client, which only reads (a HEAD of the bucket). Their JVM's first request
+    to the store is its metastore's, which fails inside Hive with a Java stack; and an endpoint that answers
+    HTTP but is not S3 passes an object's HEAD (404 reads as "no such object"), not a bucket's."""
+    settings = s3_settings(config)
+    store = fs.S3FileSystem(
+        access_key=secrets.get("access_key"),
+        secret_key=secrets.get("secret_key"),
+        session_token=secrets.get("session_token"),
+        region=settings.region or None,
+        endpoint_override=settings.endpoint or None,
+        scheme="https" if settings.endpoint.startswith("https") or not settings.endpoint else "http",
+        force_virtual_addressing=not settings.path_style_access,
+        connect_timeout=BUCKET_CHECK_CONNECT_TIMEOUT_S,
+        request_timeout=BUCKET_CHECK_REQUEST_TIMEOUT_S,
+        retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=BUCKET_CHECK_ATTEMPTS),
+    )
+    buckets = sorted({"/".join(path.split("/", 3)[:3]) for path in s3_paths(config)})
+    for bucket in buckets:
+        try:
+            found = store.get_file_info(bucket.split("://", 1)[1]).type
+        except OSError as error:
+            raise _unusable(bucket, config, redact(str(error).splitlines()[0], secrets.values())) from None
+        if found != fs.FileType.Directory:
+            raise _unusable(bucket, config, NO_SUCH_BUCKET)

@@ -7,7 +7,8 @@ metastore and the Spark settings, so a shell or a JDBC server opens what the job
 prints, NUL-separated, the warehouse whose embedded metastore the launcher must lock (empty with a
 metastore service, which serves every process at once), then spark-submit's arguments, and with
 --thrift-server the server's own (its authentication, [thriftserver]). A wrong setting exits 2 with one
-line, as a job's would.
+line, as a job's would. On S3 each bucket is asked for first (jobs/object_store.py check_buckets): a store
+that refuses, does not answer or is not S3 exits 1 with one line, before any JVM starts.
 
 On S3 (docs/s3.md) the shells get the jobs' S3A settings, but their credentials only as references to
 the variables [storage.s3] names (`${env.NAME}`): these arguments end on spark-submit's command line,
@@ -25,9 +26,17 @@ from collections.abc import Mapping, Sequence
 from jobs.command_line import config_from_args, parser, refuse
 from jobs.config import REPO_ROOT, Config, ConfigError
 from jobs.hive_metastore import hive_settings
-from jobs.object_store import credential_references, hadoop_settings, s3_paths
+from jobs.object_store import (
+    StoreUnavailable,
+    check_buckets,
+    credential_references,
+    credentials,
+    hadoop_settings,
+    s3_paths,
+)
 from jobs.session import embedded_metastore_conf
 
+EXIT_STORE_UNAVAILABLE = 1  # as a job's (jobs/runs.py): the store refused or did not answer
 # The Thrift server's password check (jvm/thriftserver), and the system properties naming its variables.
 PASSWORD_CHECK_CLASS = "groupscope.EnvironmentPasswordAuthenticator"
 PASSWORD_CHECK_PROPERTIES = {
@@ -95,8 +104,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         locked, arguments = launch_arguments(config)
         if args.thrift_server:
             arguments += thrift_server_arguments(config)
+        if s3_paths(config):
+            check_buckets(config, credentials(config))
     except ConfigError as error:
         refuse(str(error))
+    except StoreUnavailable as unavailable:  # as a job's refused store: one line, exit 1, no secret
+        print(f"groupscope: {unavailable}", file=sys.stderr)
+        sys.exit(EXIT_STORE_UNAVAILABLE)
     sys.stdout.write("".join(f"{argument}\0" for argument in [locked, *arguments]))
 
 

@@ -2,14 +2,15 @@
 #
 # sql_session_settings [--conf FILE] [--warehouse DIR]: fills the array session_settings with spark-submit's
 # arguments for the jobs' configuration (jobs/sql_launch.py) and, when that is the embedded metastore, takes
-# its lock. A mistake in the configuration exits 2 with one line.
+# its lock. A mistake in the configuration exits 2 with one line, an S3 store that cannot be used 1.
 sql_session_settings() {
-  local settings_file
+  local settings_file status=0
   settings_file="$(mktemp)"
-  # Through a file, not a pipe, so that a failure stops the launcher (set -e); NUL-separated.
-  if ! (cd "$root" && "$root/.venv/bin/python" -m jobs.sql_launch "$@" >"$settings_file"); then
+  # Through a file, not a pipe, so that a failure stops the launcher with its status; NUL-separated.
+  (cd "$root" && "$root/.venv/bin/python" -m jobs.sql_launch "$@" >"$settings_file") || status=$?
+  if ((status)); then
     rm -f "$settings_file"
-    exit 2
+    exit "$status"
   fi
   session_settings=()
   while IFS= read -r -d '' argument; do session_settings+=("$argument"); done <"$settings_file"

@@ -13,6 +13,7 @@ import pytest
 from jobs.config import REPO_ROOT, ConfigError, load_config
 from jobs.locks import lock_path
 from jobs.object_store import (
+    NO_SUCH_BUCKET,
     credential_references,
     credentials,
     hadoop_settings,
@@ -22,6 +23,8 @@ from jobs.object_store import (
 )
 from jobs.sql_launch import launch_arguments
 from jobs.sql_launch import main as sql_launch
+from tests.s3_runs import SECRET_KEY_ENV, new_credentials, store_settings
+from tests.web_server import WebServer
 
 S3_STORAGE = {
     "warehouse_dir": "s3a://lake/warehouse",
@@ -170,3 +173,29 @@ def test_sql_launch_exits_2_with_one_line_naming_the_missing_variable(tmp_path, 
     assert captured.err.splitlines() == [
         "groupscope: environment variable TEST_S3_SECRET ([storage.s3] secret_key_env) is not set"
     ]
+
+
+@pytest.mark.parametrize("launcher", ["spark-sql.sh", "scripts/thriftserver.sh"])
+def test_the_sql_launchers_refuse_a_web_server_that_is_not_s3_in_one_line_before_their_jvm(launcher, tmp_path):
+    # Their JVM's first request to the store would be the metastore's, inside Hive (issue 71 §4 a); a job's
+    # session checks inside its own JVM instead (tests/integration/test_s3.py).
+    credentials = new_credentials()
+    web = WebServer(tmp_path / "web")  # answers HTTP (404 to GET and HEAD, 501 to PUT), and is not S3
+    environment = tmp_path / "not-s3.toml"
+    environment.write_text(store_settings(web.endpoint, "s3a://groupscope/warehouse", tmp_path / "metastore"))
+    try:
+        launched = subprocess.run(
+            [str(REPO_ROOT / launcher), "--conf", str(environment)],
+            cwd=REPO_ROOT, env={**os.environ, **credentials}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        web.stop()
+    assert launched.returncode == 1, launched.stdout + launched.stderr
+    assert launched.stderr.splitlines() == [
+        f"groupscope: cannot use s3a://groupscope at the S3 endpoint {web.endpoint}: {NO_SUCH_BUCKET}. Nothing was "
+        "written; check [storage.s3] (endpoint, region, path_style_access) and the credentials in the environment "
+        "variables it names"
+    ]
+    assert launched.stdout == "" and credentials[SECRET_KEY_ENV] not in launched.stderr
+    assert web.requests == [("HEAD", "/groupscope")]  # read only, and nothing after it: no JVM started
+    assert not (tmp_path / "metastore" / "metastore_db").exists()
