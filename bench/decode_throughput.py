@@ -33,8 +33,17 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from bench.harness import REPO_ROOT, Phase, ProcessTree, fail, machine_report, phase_rows, print_block
-from jobs.config import load_config
+from bench.harness import (
+    ESTATE_CLUSTER,
+    REPO_ROOT,
+    Phase,
+    ProcessTree,
+    estate_config,
+    fail,
+    machine_report,
+    phase_rows,
+    print_block,
+)
 from jobs.runs import JobRun
 from jobs.session import build_session
 from jobs.steps.decode import decode
@@ -42,8 +51,6 @@ from jobs.steps.ingest import ingest
 from jobs.tables import RAW_RECORDS
 from lab.broker import DUMP_LOG_SEGMENTS
 from transforms import silver
-
-CLUSTER, DATABASE = "bench", "bench"
 
 
 def dump_log_segments(files: list[Path], out: Path) -> tuple[Phase, int]:
@@ -65,13 +72,7 @@ def dump_log_segments(files: list[Path], out: Path) -> tuple[Phase, int]:
 
 
 def spark_phases(data: Path, work: Path) -> tuple[dict[str, Phase], int]:
-    config = load_config(
-        overrides={
-            "storage": {"warehouse_dir": str(work / "warehouse")},
-            "catalog": {"database": DATABASE},
-            "input": {"cluster": CLUSTER, "segment_paths": [str(data / "segments")], "raw_table_paths": []},
-        }
-    )
+    config = estate_config(data, work / "warehouse")
     tree = ProcessTree()
     spark = build_session(config, "groupscope-bench-decode")
     phases = {}
@@ -79,7 +80,7 @@ def spark_phases(data: Path, work: Path) -> tuple[dict[str, Phase], int]:
         with JobRun(spark, config, "ingest") as run, tree.phase("ingest: segments -> raw_records") as phase:
             records = ingest(spark, config, run)
         phases["ingest"] = phase
-        raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(CLUSTER))
+        raw = spark.table(config.table(RAW_RECORDS)).where(F.col("cluster") == F.lit(ESTATE_CLUSTER))
         with tree.phase("scan of raw_records") as phase:
             raw.write.format("noop").mode("overwrite").save()
         phases["scan"] = phase

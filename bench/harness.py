@@ -21,7 +21,10 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from jobs.config import Config, load_config
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+ESTATE_CLUSTER, ESTATE_DATABASE = "bench", "bench"  # bench.generate's default --cluster
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -46,6 +49,17 @@ def machine_report() -> dict[str, str]:
         "delta-spark": metadata.version("delta-spark"),
         "kafka tools": kafka[0].removesuffix(".jar") if kafka else "?",
     }
+
+
+def estate_config(data: Path, warehouse: Path) -> Config:
+    """A job's configuration reading a bench.generate output's segment files into `warehouse`."""
+    return load_config(
+        overrides={
+            "storage": {"warehouse_dir": str(warehouse)},
+            "catalog": {"database": ESTATE_DATABASE},
+            "input": {"cluster": ESTATE_CLUSTER, "segment_paths": [str(data / "segments")], "raw_table_paths": []},
+        }
+    )
 
 
 def print_block(title: str, rows: dict[str, object]) -> None:
