@@ -47,7 +47,9 @@ def refresh(
         write_noted(rows, table_location(spark, table), commit_note, cluster_predicate(config.cluster))
         return cluster_rows(spark, config, TABLE)
     stored = cluster_rows(spark, config, TABLE)
-    again = materialized(_summarized_again(changes, stored))
+    # Aliased: held, the groups keep the attributes of the changes they came from, and a join back with
+    # those (below) is a self-join Spark cannot resolve.
+    again = materialized(_summarized_again(changes, stored)).select(*[F.col(name).alias(name) for name in GROUP])
     new_commits = changes.get("offset_commits")
     added = None
     if new_commits is not None:

@@ -13,20 +13,21 @@ Either way it is the same pass; only the states given differ.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import commit_summaries, history_state
 from jobs.assignor_replay import replay_assignors
-from jobs.config import Config
+from jobs.config import Config, GoldSettings
 from jobs.history_changes import GROUP_RECORD_TABLES, STEP, silver_at, silver_changes
 from jobs.history_topic_names import commit_topic_names
 from jobs.runs import JobRun
 from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, TOPIC_IDS, cluster_rows, ensure_table, materialized
 from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note
 from schemas import gold, ops
-from transforms.gold import commit_summary, epochs, touched, whatif, whatif_inputs
+from transforms.gold import commit_summary, offsets, renamed_topics, topic_names, whatif, whatif_inputs
 from transforms.gold.history_fold import (
     GROUP,
     TopicNames,
@@ -63,7 +64,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     )
     run.counts["commit_topic_names_continued"] = int(continued)
     topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
-    names = materialized(epochs.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
+    names = materialized(topic_names.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
     changes = _changes(spark, config, run, until)
     summary = commit_summaries.refresh(spark, config, silver, changes, commit_note)
     states = _states_to_continue(spark, config, run, silver, changes, names)
@@ -97,22 +98,20 @@ def _states_to_continue(
 ) -> DataFrame:
     """(GROUP, state_json, *_POSITION, commits_from) of every group to fold: the touched groups' stored
     states, a null state for a group to fold from its first record."""
-    every_group = touched.groups_of(
-        silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
-    )
+    every_group = _groups_of(silver)
     stored = history_state.stored_states(spark, config)
     if changes is None:
         groups = materialized(every_group)
         run.counts["groups_refolded"] = groups.count()
-        return groups.join(stored.limit(0), on=list(GROUP), how="left")
-    found = [touched.groups_of(changes[name]) for name in (*GROUP_RECORD_TABLES, "offset_commits") if name in changes]
+        return _with_no_state(groups)
+    found = [changes[name].select(*GROUP) for name in (*GROUP_RECORD_TABLES, "offset_commits") if name in changes]
     touched_groups = spark.createDataFrame([], _NO_GROUPS)
     for more in found:
         touched_groups = touched_groups.unionByName(more)
     generations = cluster_rows(spark, config, "generations")
-    renamed = touched.groups_with_renamed_topics(generations, names)
+    renamed = renamed_topics.groups_with_renamed_topics(generations, names)
     late = _landed_below_states(changes, stored)
-    refold = materialized(
+    refold = _held_groups(
         late.unionByName(renamed).unionByName(every_group.join(stored, on=list(GROUP), how="left_anti")).distinct()
     )
     # A group with a state and no record left (forgotten) is folded from nothing: its rows and state go.
@@ -121,6 +120,44 @@ def _states_to_continue(
     run.counts["groups_refolded"] = refold.join(known, on=list(GROUP), how="left_semi").count()
     continued = stored.join(refold, on=list(GROUP), how="left_anti")
     return materialized(groups.join(continued, on=list(GROUP), how="left"))
+
+
+def _held_groups(groups: DataFrame) -> DataFrame:
+    """`groups` (GROUP) computed once; aliased, as a join back with the frames they came from is a
+    self-join Spark cannot resolve once they are held."""
+    return materialized(groups).select(*[F.col(name).alias(name) for name in GROUP])
+
+
+def _with_no_state(groups: DataFrame) -> DataFrame:
+    """The groups, each to fold from its first record (the columns of a stored state, null)."""
+    return groups.select(
+        *GROUP,
+        F.lit(None).cast("string").alias("state_json"),
+        F.lit(None).cast("int").alias("last_source_partition"),
+        F.lit(None).cast("bigint").alias("last_source_offset"),
+        F.lit(None).cast("timestamp").alias("commits_from"),
+    )
+
+
+def _groups_of(silver: Mapping[str, DataFrame]) -> DataFrame:
+    return (
+        silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP)).distinct()
+    )
+
+
+def history_from_scratch(
+    silver: Mapping[str, DataFrame], topic_ids: DataFrame, settings: GoldSettings
+) -> dict[str, DataFrame]:
+    """Every group of `silver` folded from its first record, with no table read or written: each history
+    table's rows (tests/lab_tables.py builds the lab's tables so)."""
+    names = materialized(topic_names.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
+    at = commit_summary.boundaries(silver["group_metadata"], silver["consumer_group_records"])
+    summary = commit_summary.summarized(offsets.filter_uncounted_commits(silver["offset_commits"]), at)
+    states = _with_no_state(_groups_of(silver))
+    folded = fold_groups(silver, summary, states, settings.history_settings(), collected_names(names))
+    tables = {name: folded_rows(folded, name) for name in TABLES}
+    tables["rebalance_whatif"] = whatif_rows(tables["rebalances"], tables["generations"])
+    return tables
 
 
 def _covered(spark: SparkSession, config: Config, until: dict) -> dict[str, int] | None:

@@ -2,8 +2,6 @@
 `--full` run, row by row, on the nights of tests/spark/test_incremental_history.py: a cooperative
 rebalance whose rounds fall on two nights, a KIP-848 handover across nights, transactions resolved the
 next night, a late backup, a forgotten group, nights of commits only and a night with nothing new.
-
-Groups of share and streams records are left out until the fold covers them (issue 72).
 """
 
 from __future__ import annotations
@@ -11,12 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pyspark.sql import functions as F
 
 from jobs.runs import JobRun
 from jobs.steps import history_fold
 from jobs.steps.decode import SILVER_SCHEMAS
-from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, ensure_table, materialized
+from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, ensure_table
 from tests.spark.test_incremental_history import (
     CLUSTER,
     FORGOTTEN_GROUP,
@@ -28,18 +25,9 @@ from tests.spark.test_incremental_history import (
     lab_silver,
     resolve_transactions,
 )
-from transforms.history.records import CONSUMER_GROUP_RECORD_TYPES
 
 DATABASE = "groupscope_fold_nights"
-GROUP = ("cluster", "group_id")
-FOLDED_TABLES = tuple(name for name in HISTORY_TABLES if name != "streams_members")
-
-
-def _consumer_groups_only(lab: dict) -> dict:
-    """The lab's silver rows without the groups of share and streams records."""
-    records = lab["consumer_group_records"]
-    others = records.where(~F.col("record_type").isin(*CONSUMER_GROUP_RECORD_TYPES)).select(*GROUP).distinct()
-    return {name: materialized(rows.join(others, on=list(GROUP), how="left_anti")) for name, rows in lab.items()}
+FOLDED_TABLES = HISTORY_TABLES
 
 
 def run_history(spark, config) -> dict:
@@ -55,7 +43,7 @@ def nights(spark, spark_config):
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
     for name in SILVER_INPUTS:
         ensure_table(spark, config.table(name), SILVER_SCHEMAS[name], partition_by=("cluster",), change_feed=True)
-    lab = _consumer_groups_only(lab_silver(spark))
+    lab = lab_silver(spark)
     results = []
     for night in range(1, NIGHTS + 1):
         append_night(spark, config, lab, night)
