@@ -2,7 +2,7 @@
 
 The ground-truth tests compare these tables with what the lab's clients saw (scenario.json) and with
 `kafka-consumer-groups --describe` taken at the end of each scenario. Running the jobs' own builders
-(`build_history`, `build_metrics`) over all captures in one pass keeps that to one pipeline's cost.
+(`history_from_scratch`, `build_metrics`) over all captures in one pass keeps that to one pipeline's cost.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import GoldSettings, load_config
 from jobs.steps.end_offsets import end_offset_file_rows
-from jobs.steps.history import build_history
+from jobs.steps.history_fold import history_from_scratch
 from jobs.steps.ingest import read_inputs
 from jobs.steps.metrics import build_metrics
 from jobs.tables import gold_rows, materialized
@@ -101,6 +101,7 @@ def build_lab_tables(spark: SparkSession, captures: list[Capture]) -> dict[str, 
         consumer_heartbeat_interval_ms=CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
     )
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
-    build_history(tables, no_topic_ids, settings, store)
+    for name, rows in history_from_scratch(tables, no_topic_ids, settings).items():
+        store(name, rows)
     build_metrics(tables["offset_commits"], tables["end_offsets"], tables, settings, None, store)
     return tables

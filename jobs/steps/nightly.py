@@ -19,7 +19,7 @@ from jobs.runs import JobRun, row_counts
 from jobs.steps.capture import capture
 from jobs.steps.decode import SILVER_SCHEMAS, decode
 from jobs.steps.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
-from jobs.steps.history import history
+from jobs.steps.history_fold import history
 from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
 from jobs.steps.report import nightly_report
@@ -53,7 +53,7 @@ def summary(spark: SparkSession, config: Config, counts: dict[str, int], since: 
         *(f"  {name:<26} {totals[name]:>10,} {written[name]:>15,}" for name in names),
         f"  groups with commits {groups:,}",  # visible ones: not those of aborted transactions only
         f"  this run: {counts.get('records_decoded', 0):,} raw record(s) decoded,"
-        f" {counts.get('groups_rebuilt', 0):,} group(s) rebuilt",
+        f" {counts.get('groups_folded', 0):,} group(s) folded",
         f"  check: raw {totals[RAW_RECORDS]:,} = decoded {counts.get('decoded', 0):,} + quarantined {quarantined:,}",
         *([quarantine_line(spark, config, quarantined)] if quarantined else []),
         f"  query: {sql_command(config, f'SELECT * FROM {config.table(GROUP_HEALTH)}')}",

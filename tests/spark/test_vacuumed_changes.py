@@ -15,7 +15,8 @@ from delta.tables import DeltaTable
 
 from jobs.steps.decode import SILVER_SCHEMAS
 from jobs.tables import SILVER_INPUTS, ensure_table
-from tests.spark.test_incremental_history import append_night, history_tables, lab_silver, run_history
+from tests.spark.test_history_fold_nights import run_history
+from tests.spark.test_incremental_history import append_night, history_tables, lab_silver
 
 DATABASE = "groupscope_vacuumed_changes"
 CLUSTER = "nights"
@@ -50,7 +51,7 @@ def test_a_run_after_its_changes_were_vacuumed_rebuilds_the_cluster(spark, spark
     counts = run_history(spark, config)
     rebuilt = history_tables(spark, config)
 
-    # Night 2 touches 6 of the groups: a run that read its changes would rebuild those alone.
+    # Night 2 touches 6 of the groups: a run that read its changes would fold those alone.
     from_scratch = run_history(spark, replace(config, full=True))
-    assert counts["groups_rebuilt"] == from_scratch["groups_rebuilt"] > 6, (counts, from_scratch)
+    assert counts["groups_refolded"] == from_scratch["groups_refolded"] > 6, (counts, from_scratch)
     assert history_tables(spark, config) == rebuilt
