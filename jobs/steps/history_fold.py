@@ -69,6 +69,13 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     summary = commit_summaries.refresh(spark, config, silver, changes, commit_note)
     states = _states_to_continue(spark, config, run, silver, changes, names)
     folded = fold_groups(silver, summary, states, config.gold_settings().history_settings(), collected_names(names))
+    refused = folded.where(F.col("not_folded").isNotNull()).select(*GROUP, "not_folded").collect()
+    for group in refused:  # its rows and state stay as they are: a later groupscope folds it
+        run.progress(
+            STEP, f"group {group['group_id']!r} not folded, its tables left as they were: {group['not_folded']}"
+        )
+    run.counts["groups_not_folded"] = len(refused)
+    folded = folded.where(F.col("not_folded").isNull())
     run.counts["groups_folded"] = folded.count()
     run.progress(
         STEP,

@@ -103,28 +103,43 @@ def test_a_record_below_a_groups_state_asks_for_a_refold(classic):
 
 def test_the_commit_summary_gives_the_history_every_commit_gives(classic, lab):
     """The fold fed each partition's first and last commit between the group's record times (one row per
-    interval, transforms/gold/commit_summary.py) gives the rows every commit gives."""
-    records, commits, expected = classic
-    summary = commit_summary.summarized(commits, commit_summary.boundaries(lab["group_metadata"], None)).cache()
-    states = records.sparkSession.createDataFrame([], NO_STATES)
-    folded = folded_groups(history_log(records, commit_summary.as_commits(summary), states), SETTINGS).cache()
-    assert table_rows(_collected(folded)) == expected
+    interval, transforms/gold/commit_summary.py) gives the rows every commit gives, for the classic and the
+    KIP-848 groups."""
+    records, commits, _ = classic
+    spark = records.sparkSession
+    kip848 = F.broadcast(spark.createDataFrame(_kip848_groups(lab), "cluster string, group_id string"))
+    epoch_records = lab["consumer_group_records"].join(kip848, on=list(GROUP), how="left_semi")
+    counted = offsets.filter_uncounted_commits(lab["offset_commits"])
+    commits = commits.unionByName(counted.join(kip848, on=list(GROUP), how="left_semi")).cache()
+    at = commit_summary.boundaries(lab["group_metadata"], lab["consumer_group_records"])
+    summary = commit_summary.summarized(commits, at).cache()
+    states = spark.createDataFrame([], NO_STATES)
+    names = _cluster_topic_names(lab)
+    every_commit = folded_groups(history_log(records, commits, states, epoch_records), SETTINGS, names).cache()
+    summarized = history_log(records, commit_summary.as_commits(summary), states, epoch_records)
+    expected = table_rows(_collected(every_commit))
+    assert table_rows(_collected(folded_groups(summarized, SETTINGS, names))) == expected
+    assert sum(len(rows) for rows in expected.values()) >= 2_500
     assert summary.count() * 4 < commits.count()  # it does summarize
 
 
-def test_kip848_groups_fold_in_the_same_pass_with_their_topic_names(lab):
-    """KIP-848 groups' consumer_group_records rows, named by the cluster's topic ids, through the same
-    pass (their commits summarized): the rows Spark's history gives."""
-    spark = lab["consumer_group_records"].sparkSession
-    groups = F.broadcast(spark.createDataFrame(_kip848_groups(lab), "cluster string, group_id string"))
-    epoch_records = lab["consumer_group_records"].join(groups, on=list(GROUP), how="left_semi")
-    commits = offsets.filter_uncounted_commits(lab["offset_commits"]).join(groups, on=list(GROUP), how="left_semi")
-    summary = commit_summary.summarized(commits, commit_summary.boundaries(None, epoch_records))
-    no_classic = classic_records_frame(lab["group_metadata"].limit(0), lab["group_members"].limit(0))
-    states = spark.createDataFrame([], NO_STATES)
-    log = history_log(no_classic, commit_summary.as_commits(summary), states, epoch_records)
-    folded = folded_groups(log, SETTINGS, _cluster_topic_names(lab)).cache()
-    of_groups = {name: lab[name].join(groups, on=list(GROUP), how="left_semi").collect() for name in TABLES}
-    expected = table_rows({name: [row.asDict(recursive=True) for row in rows] for name, rows in of_groups.items()})
-    assert table_rows(_collected(folded)) == expected
-    assert sum(len(rows) for rows in expected.values()) >= 100
+def test_a_group_the_fold_does_not_take_yet_is_refused_by_name_not_folded_to_nothing(classic, lab):
+    """A group with classic and KIP-848 records (converted between protocols) is not folded yet: the pass
+    names it and why, with no rows (the step leaves its tables as they are), and folds the others."""
+    records, commits, _ = classic
+    spark = records.sparkSession
+    converted = records.select("cluster", "group_id").first()
+    kip848 = spark.createDataFrame(_kip848_groups(lab)[:1], "cluster string, group_id string")
+    epoch_records = (
+        lab["consumer_group_records"]
+        .join(kip848, on=list(GROUP), how="left_semi")
+        .withColumn("cluster", F.lit(converted["cluster"]))
+        .withColumn("group_id", F.lit(converted["group_id"]))
+    )
+    log = history_log(records, commits, spark.createDataFrame([], NO_STATES), epoch_records)
+    folded = folded_groups(log, SETTINGS, _cluster_topic_names(lab)).collect()
+    refused = [row for row in folded if row["not_folded"] is not None]
+    assert [(row["cluster"], row["group_id"]) for row in refused] == [tuple(converted)]
+    assert "classic and KIP-848" in refused[0]["not_folded"]
+    assert all(len(refused[0][name]) == 0 for name in TABLES)
+    assert len(folded) > 1 and all(row["not_folded"] is None for row in folded if row not in refused)

@@ -41,6 +41,7 @@ FOLDED_SCHEMA = StructType(
         column("cluster", StringType(), False),
         column("group_id", StringType(), False),
         column("needs_refold", BooleanType(), False),
+        column("not_folded", StringType()),  # why the fold refused the group (a kind it does not fold yet)
         # the group's stored rows at and after this key give way to these (null: all of them)
         column("frontier_incarnation", IntegerType()),
         column("frontier_generation", IntegerType()),
@@ -131,9 +132,9 @@ def _fold_group(group: tuple, log: list[dict], settings: HistorySettings, topic_
     unchanged = {"cluster": group[0], "group_id": group[1], "state_json": stored[0] if stored else None}
     try:
         rows, new_state = fold(state, records, commits, settings, topic_names)
-    except ValueError:
-        if state is None:
-            raise
+    except ValueError as refused:
+        if state is None:  # the group is left as its tables hold it, and the caller says why
+            return {**unchanged, "needs_refold": False, "not_folded": str(refused), **{name: [] for name in TABLES}}
         # a record at or below the state's last position: fold the group again from scratch
         return {**unchanged, "needs_refold": True, **{name: [] for name in TABLES}}
     frontier = rows.frontier or {}
