@@ -8,10 +8,15 @@ import pytest
 
 from tests.history_epochs import NAMES
 from tests.history_fold import fold_at_once, fold_in_two, in_order
-from tests.unit.test_history_epochs import SETTINGS, crash_with_a_join, handover
+from tests.unit.test_history_epochs import SETTINGS, crash_with_a_join, epoch_written_again, handover
 from tests.unit.test_history_fold import SCENARIOS
 
-EPOCH_SCENARIOS = {"kip848_crash_with_a_join": crash_with_a_join, "kip848_handover": handover}
+EPOCH_SCENARIOS = {
+    "kip848_crash_with_a_join": crash_with_a_join,
+    "kip848_handover": handover,
+    # The epoch before the latest is folded again when the latest's type 6 is written again.
+    "kip848_epoch_written_again": epoch_written_again,
+}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

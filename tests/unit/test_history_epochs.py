@@ -139,3 +139,28 @@ def test_a_handover_moves_each_partition_once_and_each_holding_ends_when_it_was_
     assert valid[(1, "k1", 4)] == (at(0.5), at(11))  # revoked at 11 s, after epoch 2 started
     assert valid[(2, "k2", 4)] == (at(11.5), None)
     assert by_generation(tables["generations"])[2]["reconciled_at"] == at(11.5)
+
+
+def epoch_written_again() -> tuple[list[dict], list[dict]]:
+    """k1 owns nothing of Order 0-1, k2 both; k2 leaves, epoch 2 targets k1 both, k1 takes them, and epoch 2's
+    type 6 is written again after that (as bench.generate writes it when members leave in quick succession)."""
+    written = records(
+        joined(0, 0, "k1"), joined(1, 0, "k2"), group_epoch(2, 0, 1), target(3, 0, "k1", []),
+        target(4, 0, "k2", [0, 1]), target_epoch(5, 0, 1),
+        current(6, 0.5, "k1", 1, []), current(7, 0.5, "k2", 1, [0, 1]),
+        fenced(10, 10, "k2"), group_epoch(13, 10, 2), target(14, 10.3, "k1", [0, 1]), target_epoch(15, 10.3, 2),
+        current(16, 10.5, "k1", 2, [0, 1]),
+        target_epoch(17, 11, 2),
+    )  # fmt: skip
+    return written, []
+
+
+def test_an_epoch_written_again_starts_at_its_last_type_6_and_the_epoch_before_ends_there():
+    tables = fold_at_once(*epoch_written_again(), SETTINGS, NAMES)
+    generations = by_generation(tables["generations"])
+    assert (generations[2]["source_offset"], generations[2]["recorded_at"]) == (17, at(11))
+    # Gold's reading (transforms/gold/epochs.py anchors an epoch at its last type 6): k1's current assignment
+    # at 10.5 s came before epoch 2 started, so it ends epoch 1, where k2's holding of 0-1 ended at 10 s.
+    assert owned(generations[1]) == {"k1": [0, 1], "k2": [0, 1]}
+    assert owned(generations[2]) == {"k1": [0, 1]}
+    assert by_generation(tables["generation_capacity"])[1]["assigned_partition_count"] == 4

@@ -5,7 +5,8 @@ standby task moves: streams.py), and which entries can still change (the frontie
 An epoch's rows can change after later records while it holds a partition still held (the holding's end,
 and whether its owner's next epoch row holds it on, are to come), while a member has not reached it (a
 STABLE current assignment of it or a later epoch is to come), while it shares a holding with the latest
-epoch (whose members' holdings follow their records), and while it is the latest.
+epoch (whose members' holdings follow their records), and while it is the latest or the one before it (the
+latest epoch's type 6 written again, later, makes that one the latest again: epochs.catch_up).
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ def add(state, record: Mapping) -> None:
         state.own_records.setdefault(record["member_id"], []).append(record["record_at"])
     if record["record_type"] == epochs.RECORD_TARGET_EPOCH:
         if not record["is_tombstone"]:
-            # The last type 6 of an epoch is its start: an earlier one of the same epoch gives way.
+            # The last type 6 of an epoch is its start: an earlier one of the same epoch gives way, and the
+            # epoch before ends here, its members' current assignments since then its own (as gold reads them).
             epoch = record["assignment_epoch"]
-            state.entries = [e for e in state.entries if not (_is_live(state, e) and e["generation"] == epoch)]
+            kept = [e for e in state.entries if not (_is_live(state, e) and e["generation"] == epoch)]
+            if len(kept) < len(state.entries) and (before := [e for e in kept if _is_live(state, e)]):
+                epochs.catch_up(state.replay, before[-1])
+            state.entries = kept
             entry = epochs.epoch_entry(state.replay, record, state.incarnation, _latest_generation(state))
             state.entries.append(entry)
         return
@@ -116,7 +121,9 @@ def changing(state) -> list[int]:
         members = state.entries[index]["members"]
         is_open = any(held[3] is None for m in members for held in m["end"] or [])
         is_unreached = any(m["reached_at"] is None for m in members)
-        if is_open or is_unreached or _holdings(state.entries[index]) & latest:
+        # The latest epoch's start written again makes the one before it the latest again (catch_up).
+        is_next_to_latest = index in live[-2:]
+        if is_open or is_unreached or is_next_to_latest or _holdings(state.entries[index]) & latest:
             found.append(index)
     return found
 

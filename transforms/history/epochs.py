@@ -2,7 +2,8 @@
 epoch (or deletion), as transforms/gold/epochs.py and ownership.py build gold generations (their docstrings
 give the reasoning).
 
-An epoch starts at its type 6 record (the assignment epoch; a later type 6 of the same epoch takes its place).
+An epoch starts at its type 6 record (the assignment epoch; a later type 6 of the same epoch takes its place,
+and the epoch before it then ends there: its members' current assignments in between are its own).
 Its members are the live member metadata (type 5) then, with their target (type 7) and the topics their
 regex resolves to (type 16). What each member owns is its current assignment (type 8, with the partitions
 pending revocation), as the member's last such record (not a tombstone) before the next epoch left it: the
@@ -119,6 +120,17 @@ def epoch_entry(replay: dict, record: Mapping, incarnation: int, previous_genera
         "join_completed_at": replay["bumps"].get(str(generation)),
         "members": members,
     }
+
+
+def catch_up(replay: dict, entry: dict) -> None:
+    """The entry latest again (the next epoch's start was written again, later): each member's `end` as its
+    current assignments since have left it, as if the next epoch had not started yet."""
+    for member in entry["members"]:
+        last_state = _tracker(replay, member["member_id"])["last_state"]
+        if last_state is not None:
+            member["end"] = [list(held) for held in last_state]
+        if member["streams"] is not None:
+            member["streams"] = {**member["streams"], "current": replay["streams"].get(member["member_id"])}
 
 
 def _current_assignment(replay: dict, record: Mapping, live: list[dict]) -> None:

@@ -28,7 +28,7 @@ from transforms.history import capacity, epoch_fold, epochs, frequency, generati
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
-FOLD_VERSION = 3
+FOLD_VERSION = 4
 # Tables keyed by (incarnation, generation); rebalance_frequency is keyed by period (frequency.py).
 GENERATION_TABLES = (
     "generations",
