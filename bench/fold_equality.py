@@ -138,7 +138,8 @@ def paired_differences(only_old: DataFrame, only_fold: DataFrame) -> dict:
             columns.update(differing)
             examples.append((group, old_row, nearest, differing))
         unpaired.extend(("only in fold", group, row) for row in fold_rows)
-    return {"columns": columns, "examples": examples, "unpaired": unpaired}
+    # The groups' ids, to read their records with `python -m jobs.dump`.
+    return {"groups": sorted(by_group), "columns": columns, "examples": examples, "unpaired": unpaired}
 
 
 def shown(value) -> str:
@@ -149,6 +150,8 @@ def shown(value) -> str:
 def print_table_result(name: str, result: dict, examples: int) -> None:
     differences = result["differences"]
     print_block(name, {key: f"{value:,}" for key, value in result.items() if key != "differences"})
+    if differences["groups"]:
+        print(f"  groups differing (first {EXAMPLE_GROUPS}): {', '.join(group for _, group in differences['groups'])}")
     if differences["columns"]:
         print("  columns differing in the rows paired (first groups only):")
         for column, count in differences["columns"].most_common():
