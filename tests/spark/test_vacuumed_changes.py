@@ -4,7 +4,7 @@ The pipeline stops after decode for longer than VACUUM's retention (history fail
 while the weekly maintenance compacts the silver tables and vacuums: the files the night's appends
 added are gone, though their rows are in the compacted files. Delta would fail only as it read them,
 halfway through the step; the run must see it first, rebuild the cluster's history from silver and
-leave what `--full` leaves. The lab captures and their nights are tests/spark/test_incremental_history.py's.
+leave what `--full` leaves. The lab captures and their nights are tests/history_nights.py's.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from delta.tables import DeltaTable
 
 from jobs.steps.decode import SILVER_SCHEMAS
 from jobs.tables import SILVER_INPUTS, ensure_table
+from tests.history_nights import append_night, history_tables, lab_silver
 from tests.spark.test_history_fold_nights import run_history
-from tests.spark.test_incremental_history import append_night, history_tables, lab_silver
 
 DATABASE = "groupscope_vacuumed_changes"
 CLUSTER = "nights"
