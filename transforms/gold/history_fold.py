@@ -114,6 +114,10 @@ def _fold_batches(
     return fold_batches
 
 
+def _log_position(record: dict) -> tuple:
+    return tuple(record[name] for name in _LOG_ORDER)
+
+
 def _fold_group(group: tuple, log: list[dict], settings: HistorySettings, topic_names: dict) -> dict:
     # A group to fold from its first record has a state row too, with no state: one left with no record
     # (forgotten) is still folded, to nothing.
@@ -121,8 +125,9 @@ def _fold_group(group: tuple, log: list[dict], settings: HistorySettings, topic_
     state = State.from_dict(json.loads(stored[0])) if stored else None
     record_rows = [row for row in log if row["kind"] == KIND_RECORD]
     member_rows = [{**member, "record_id": row["record_id"]} for row in record_rows for member in row["members"] or []]
-    records = classic_records(record_rows, member_rows)
-    records += consumer_records(row["epoch_record"] for row in log if row["kind"] == KIND_EPOCH_RECORD)
+    epoch_records = consumer_records(row["epoch_record"] for row in log if row["kind"] == KIND_EPOCH_RECORD)
+    # One log: a group converted between protocols has both kinds in its one partition of the topic.
+    records = sorted([*classic_records(record_rows, member_rows), *epoch_records], key=_log_position)
     commits = [
         (row["topic"], row["partition"], row["record_at"])
         for row in log
