@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from pyspark.sql import functions as F
 
-from lab.scenarios.streams_topology import REFUSED
+from lab.scenarios.streams_topology import GROUP, REFUSED
 from tests.lab_tables import Capture, all_captures
-from tests.spark.test_streams_history import parse_members, tables_members
+from tests.spark.test_streams_history import instance, parse_members, tables_members
 
 CAPTURES = [capture for capture in all_captures() if capture.path.name == "streams-topology"]
 per_capture = pytest.mark.parametrize("capture", CAPTURES, ids=[c.cluster for c in CAPTURES])
@@ -67,3 +68,29 @@ def test_the_redeployed_group_equals_kafka_streams_groups_describe(lab, capture)
         assert kinds.pop("TARGET-STANDBY") == kinds["STANDBY"]
         kafka[key] = (*columns, {kind: tasks for kind, tasks in kinds.items() if any(tasks.values())})
     assert tables_members(lab, capture) == kafka
+
+
+def _of_group(table, capture: Capture):
+    return table.where((F.col("cluster") == F.lit(capture.cluster)) & (F.col("group_id") == F.lit(GROUP)))
+
+
+@per_capture
+def test_one_rebalance_runs_a_changed_topology_the_first_after_the_deletion(lab, capture):
+    """Where the history is to name the topology change (issue 69 §4; no cause names it yet): the
+    rebalances whose members run another topology than those of the last rebalance before them with
+    members, by the instances' own description. Exactly one: the first of the group that came back under
+    the same id after the deletion. The refused t3 is in no generation."""
+    members = {
+        (r.incarnation, r.generation): {instance(m.client_id) for m in r.members}
+        for r in _of_group(lab["generations"], capture).collect()
+    }
+    topologies, previous, changed = instance_topologies(capture), None, []
+    for row in _of_group(lab["rebalances"], capture).orderBy("completed_at").collect():
+        names = members[(row.incarnation, row.generation)]
+        running = {topologies[name] for name in names}
+        assert len(running) <= 1, f"instances of two topologies in one generation: {running}"
+        if running and previous is not None and running != previous:
+            changed.append((row.incarnation, row.previous_generation, sorted(names)))
+        previous = running or previous
+    assert changed == [(1, None, ["r1"])]
+    assert "t3" not in set().union(*members.values())
