@@ -18,7 +18,7 @@ segments rolling; each night's end-offset snapshots (hourly, of the topics the g
 file of its own. Each night `./spark-submit.sh nightly --run-date <the day that ended>` runs into one
 warehouse, as bench.pipeline runs it (local[2], Spark's default memory), its process tree measured
 (bench.harness); then `nightly --full` over the whole log into a fresh warehouse. records_decoded and
-groups_rebuilt are read back from job_runs.counts_json. With --compare (on with --quick) the two
+groups_folded are read back from job_runs.counts_json. With --compare (on with --quick) the two
 warehouses are compared table by table, row by row. The work directory is kept (a rerun with the same
 arguments reuses the generated data).
 Goals (issue 16): night N <= 1.3 x night 1; the large night <= 10 minutes; a night's time independent
@@ -211,7 +211,7 @@ def print_run(run: Run, records_in_log: int) -> None:
         **{f"peak RSS, {kind}": mib(size) for kind, size in sorted(phase.peak_rss.items())},
         "peak RSS, all processes": mib(phase.peak_total),
         "records_decoded (counts)": _count(counts, "records_decoded"),
-        "groups_rebuilt (counts)": _count(counts, "groups_rebuilt"),
+        "groups_folded (counts)": _count(counts, "groups_folded"),
         "raw_records (the cluster's, after)": _count(counts, "raw_records"),
         "load average at the end": machine_report()["load average (1, 5, 15 min)"],
     }
@@ -223,7 +223,7 @@ def print_run(run: Run, records_in_log: int) -> None:
 def _row(run: Run, counts: dict) -> str:
     return (
         f"  {run.name[:24]:<24} {run.records_added:>11,} {_count(counts, 'records_decoded'):>11}"
-        f" {_count(counts, 'groups_rebuilt'):>7} {run.phase.seconds:>8.1f} {run.phase.cpu_seconds:>8.1f}"
+        f" {_count(counts, 'groups_folded'):>7} {run.phase.seconds:>8.1f} {run.phase.cpu_seconds:>8.1f}"
         f" {mib(run.phase.peak_total):>10}"
     )
 
@@ -330,7 +330,7 @@ def summarize(runs: list[Run], full: Run, report: dict) -> int:
     problems = []
     if len(recorded) != len(runs):
         problems.append(f"job_runs holds {len(recorded)} nightly runs, the benchmark ran {len(runs)}")
-    print("\nnights (records_decoded and groups_rebuilt from job_runs.counts_json)", flush=True)
+    print("\nnights (records_decoded and groups_folded from job_runs.counts_json)", flush=True)
     print(f"  {'run':<24} {'added':>11} {'decoded':>11} {'groups':>7} {'wall s':>8} {'cpu s':>8} {'peak RSS':>10}"
           f" {'/ night 1':>9} {'/ --full':>8}")  # fmt: skip
     for run, counts in zip(runs, recorded, strict=False):

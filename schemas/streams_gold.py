@@ -1,4 +1,4 @@
-"""Delta table schema of streams groups' members (gold, transforms/gold/streams_members.py).
+"""Delta table schema of streams groups' members (gold, transforms/history/streams.py).
 
 `streams_members`: one row per member of each epoch of a streams group (KIP-1071), the columns
 `kafka-streams-groups --describe --members --verbose` prints that the generations' shape has none for.

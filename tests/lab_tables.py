@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.config import GoldSettings, load_config
 from jobs.steps.end_offsets import end_offset_file_rows
-from jobs.steps.history_fold import history_from_scratch
+from jobs.steps.history import history_from_scratch
 from jobs.steps.ingest import read_inputs
 from jobs.steps.metrics import build_metrics
 from jobs.tables import gold_rows, materialized

@@ -11,7 +11,7 @@ from jobs.file_states import file_states
 from jobs.runs import JobRun, WrongInput
 from jobs.segment_files import as_source_file
 from jobs.steps.decode import decode
-from jobs.steps.history_fold import history
+from jobs.steps.history import history
 from jobs.steps.metrics import metrics
 from jobs.steps.views import create_views
 from jobs.tables import RAW_RECORDS, cluster_rows, sql_string_literal

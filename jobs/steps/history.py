@@ -1,220 +1,50 @@
-"""History: silver group records -> gold generations, assignments, rebalances, movements, frequency, the
-what-if replay of every rebalance through Kafka's assignors, idle capacity, and streams groups' members.
+"""History as one fold per group (transforms/history), run by Spark once a night.
 
-Incremental: each gold table's commits note the silver versions its rows cover (jobs/watermarks.py). A
-run reads what changed in silver since then (Change Data Feed), finds the groups those changes can alter
-(transforms/gold/touched.py), recomputes just those groups and replaces just their rows; every other
-group keeps its rows. A touched group is framed again from a row of the table on, its rows before that
-kept (transforms/gold/frames.py; a KIP-848, share or streams group's open holdings in them patched:
-epoch_frames.py). Settled rebalances are kept as the table
-holds them and the others read only the commits from where their readings start
-(transforms/gold/resume.py): the commits, nearly every record, are read for the night's stretch of
-history, not for all of it. The kept rebalances' rows and the generations kept, with their assignments
-and capacity, stay where the tables hold them, not written again (jobs/history_writes.py). With no note,
-a feed that does not reach back, or `--full`, the cluster is rebuilt from scratch (and noted).
+A night folds the groups its silver changes touch, each from the state where its last fold stopped
+(jobs/history_state.py), over the records after that state and the commits from the state's
+`commits_from` on; the fold's rows replace each group's rows from its frontier on. A group is folded
+again from its first record, with no state, when a change lands where its state has already been: a
+record at or below its last folded record (a late backup), a commit before its `commits_from` (a
+transaction resolved a night later), a deleted row (`forget`), a topic id named otherwise now. A first
+night, `--full`, a feed that does not reach back and a fold of another version start every group so.
+Either way it is the same pass; only the states given differ.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import defaultdict
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import history_writes
+from jobs import commit_summaries, history_state
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
-from jobs.history_changes import (
-    GROUP_RECORD_TABLES,
-    STEP,
-    covered_silver_versions,
-    silver_at,
-    silver_changes,
-    touched_groups,
-)
-from jobs.history_commits import commit_times_read_by
+from jobs.history_changes import GROUP_RECORD_TABLES, STEP, silver_at, silver_changes
 from jobs.history_topic_names import commit_topic_names
 from jobs.runs import JobRun
-from jobs.tables import (
-    HISTORY_TABLES,
-    SILVER_INPUTS,
-    TOPIC_IDS,
-    Materialize,
-    cluster_rows,
-    ensure_table,
-    held_on_disk,
-    materialized,
-    table_location,
-)
-from jobs.watermarks import (
-    ChangesUnavailable,
-    current_version,
-    note,
-    write_noted,
-)
+from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, TOPIC_IDS, cluster_rows, ensure_table, materialized
+from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note
 from schemas import gold, ops
-from transforms.gold import (
-    assignment_math,
-    departures,
-    epoch_frames,
-    epoch_patches,
-    epochs,
-    frames,
-    frequency,
-    generations,
-    idle,
-    offsets,
-    rebalances,
-    resume,
-    streams_members,
-    touched,
-    whatif,
-    whatif_inputs,
+from transforms.gold import commit_summary, offsets, renamed_topics, topic_names, whatif, whatif_inputs
+from transforms.gold.history_fold import (
+    GROUP,
+    TopicNames,
+    classic_records_frame,
+    folded_groups,
+    folded_rows,
+    history_log,
 )
-from transforms.gold.generations import GROUP, REBALANCE
+from transforms.history.fold import TABLES
+from transforms.history.settings import HistorySettings
 
-
-def build_history(
-    silver: Mapping[str, DataFrame],
-    topic_ids: DataFrame,
-    settings: GoldSettings,
-    store: Materialize | history_writes.Store,
-    groups: DataFrame | None = None,
-    topic_names: DataFrame | None = None,
-    settled: DataFrame | None = None,
-    silent: DataFrame | None = None,
-    taken_up: frames.TakenUp | None = None,
-    progress: Callable[[str], None] = lambda detail: None,
-) -> None:
-    """Silver `offset_commits`, `group_metadata`, `group_members`, `consumer_group_records` (any clusters)
-    -> every table of HISTORY_TABLES, handed to `store` in dependency order.
-
-    `groups` (cluster, group_id): only these groups' history; topic ids are still named from every
-    group's records (`topic_names`, epochs.topic_names over all of `silver` when not given). `settled`:
-    rebalances kept as the tables hold them (transforms/gold/resume.py); the others read commits from
-    their groups' floors, past the spans `silent` (`progress` hears from where). `taken_up`: groups
-    framed from a row of the table on (transforms/gold/frames.py). With `settled`, `store` is a
-    history_writes.Store: the rows kept stay in their tables and only the others are handed to it."""
-    offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
-    taken_up = taken_up or frames.nothing_taken_up(offset_commits.sparkSession)
-    names = epochs.topic_names(group_records, offset_commits, topic_ids) if topic_names is None else topic_names
-    if groups is not None:
-        # Broadcast: a shuffle of every commit read to keep a few groups' was most of the step's time. With
-        # `settled`, the commits are read by their groups' floors, a join of its own: joined with the groups
-        # too, every commit read paid for a lookup more (about a second at the bench's night 7).
-        listed = F.broadcast(groups)
-        silver = {
-            name: rows
-            if name == "offset_commits" and settled is not None
-            else rows.join(listed, on=list(GROUP), how="left_semi")
-            for name, rows in silver.items()
-        }
-    # The group records are read by many plans below: held once, not scanned from Delta by each. Held on
-    # disk, as the other large frames here: in the heap they took a 50M-record night's aggregations' memory.
-    silver = {name: held_on_disk(rows) if name in GROUP_RECORD_TABLES else rows for name, rows in silver.items()}
-    offset_commits, group_records = silver["offset_commits"], silver["consumer_group_records"]
-    classic = generations.classic_generations(
-        *(frames.in_frames(silver[name], taken_up.frames) for name in ("group_metadata", "group_members"))
-    )
-    epoch_group_records = group_records
-    if taken_up.epochs is not None:
-        epoch_group_records = held_on_disk(
-            epoch_frames.in_epoch_frames(group_records, taken_up.epochs, taken_up.prefix)
-        )
-    computed_generations = frames.continued(
-        classic.unionByName(epochs.consumer_group_generations(epoch_group_records, names)), taken_up.frames
-    )
-    kept_generations = generations_kept = assignments_kept = None
-    assignment_frames = taken_up.frames
-    if settled is not None:
-        kept_generations = generations_kept = assignments_kept = taken_up.kept_generations()
-    if taken_up.epochs is not None:
-        framed_epoch_records = epochs.epoch_records(
-            epoch_group_records.join(taken_up.epochs.select(*GROUP), on=list(GROUP), how="left_semi")
-        )
-        patched = held_on_disk(
-            epoch_patches.patched_rows(taken_up.generations, taken_up.epochs, framed_epoch_records, group_records)
-        )
-        computed_generations = computed_generations.unionByName(patched)
-        generations_kept = frames.without_keys(kept_generations, patched.select(*REBALANCE))
-        assignment_frames = epoch_frames.assignment_frames(taken_up.frames, taken_up.epochs)
-        assignments_kept = frames.before_frames(taken_up.generations, assignment_frames).select(*REBALANCE)
-    gens = _store_beside(store, "generations", computed_generations, generations_kept)
-    framed_gens = held_on_disk(frames.in_frames(gens, taken_up.frames))
-    assignments = _store_beside(
-        store,
-        "generation_assignments",
-        generations.explode_generation_assignments(frames.in_frames(gens, assignment_frames)),
-        assignments_kept,
-    )
-    framed = held_on_disk(
-        rebalances.logical_rebalances(
-            framed_gens,
-            assignments.join(framed_gens.select(*REBALANCE), on=list(REBALANCE), how="left_semi"),
-            settings.cooperative_round_gap_ms,
-        )
-    )
-    # A streams epoch's members read the records before its end: the frame's, with its prefix, hold them.
-    members = _store_beside(
-        store, "streams_members", streams_members.streams_members(framed_gens, epoch_group_records), kept_generations
-    )
-    commits = offsets.filter_uncounted_commits(offset_commits)
-    member_own_records = epochs.member_own_records(group_records)
-    if settled is None:
-        to_compute, kept = framed, None
-        # The commit times the departures and pauses read, in one pass over the commits and held: few rows.
-        probed = commits.join(F.broadcast(to_compute.select(*GROUP).distinct()), on=list(GROUP), how="left_semi")
-        commit_times = held_on_disk(departures.commit_times_read_by(to_compute, assignments, probed))
-    else:
-        framed_or_before = framed.select(*REBALANCE).unionByName(frames.settled_by_frames(gens, taken_up.frames))
-        kept = settled.select(*REBALANCE).join(framed_or_before, on=list(REBALANCE), how="left_semi")
-        to_compute = held_on_disk(framed.join(kept, on=list(REBALANCE), how="left_anti"))
-        commit_times = commit_times_read_by(
-            to_compute, assignments, member_own_records, commits, progress, silent=silent
-        )
-    changes = held_on_disk(assignment_math.partition_changes(to_compute, assignments))
-    computed = rebalances.rebalances(
-        to_compute,
-        changes,
-        assignments,
-        commit_times,
-        member_own_records,
-        streams_members.standby_task_moves(framed, members),
-        departure_slack_ms=settings.departure_slack_ms,
-        default_session_timeout_ms=settings.consumer_session_timeout_ms,
-        default_heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
-    )
-    rebalance_rows = _store_beside(store, "rebalances", computed, kept)
-    _store_beside(store, "partition_movements", rebalances.partition_movements(to_compute, changes), kept)
-    store("rebalance_frequency", frequency.rebalance_frequency(rebalance_rows, settings.storm_rebalances_per_hour))
-    # A settled rebalance's replay reads only its own generations, final as it is.
-    replayed = rebalance_rows.join(to_compute.select(*REBALANCE), on=list(REBALANCE), how="left_semi")
-    replay = held_on_disk(whatif_inputs.replay_inputs(replayed, gens))
-    whatif_rows = whatif.rebalance_whatif(replay, replay_assignors(replay), replayed)
-    _store_beside(store, "rebalance_whatif", whatif_rows, kept)
-    # A generation's capacity reads the rows before it (idle_since) and its successor's time: computed over
-    # all of the group's, those of the generations kept are kept as the table holds them.
-    capacity = idle.generation_capacity(gens)
-    if kept_generations is not None:
-        capacity = frames.without_keys(capacity, kept_generations)
-    _store_beside(store, "generation_capacity", capacity, kept_generations)
-
-
-def _no_commits(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([], "cluster string, group_id string")
-
-
-def _store_beside(
-    store: Materialize | history_writes.Store, name: str, computed: DataFrame, kept: DataFrame | None
-) -> DataFrame:
-    """Stores `computed` beside the table's rows of the `kept` REBALANCE keys (replacing all when None)."""
-    return store(name, computed) if kept is None else store(name, computed, kept)
+_POSITION = ("last_source_partition", "last_source_offset")
+WRITTEN_TABLES = (*TABLES, "rebalance_whatif")
+_NO_GROUPS = "cluster string, group_id string"
 
 
 def history(spark: SparkSession, config: Config, run: JobRun) -> None:
-    # Change feed on: the metrics step can follow what history rewrote. Deletion vectors on: a night deletes
-    # its groups' rows from their frames on (history_writes.py), and without them each file holding one
-    # such row was written again whole, with every kept row in it (the whole table each night).
     for name in HISTORY_TABLES:
         ensure_table(
             spark,
@@ -224,70 +54,201 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             change_feed=True,
             deletion_vectors=True,
         )
+    history_state.ensure_state_table(spark, config)
+    commit_summaries.ensure_summary_table(spark, config)
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
     commit_note = note(STEP, config.cluster, until)
     silver = {name: silver_at(spark, config, name, version) for name, version in until.items()}
-    topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
-    settings = config.gold_settings()
-    covered = None if config.full else covered_silver_versions(spark, config, until)
-    changes = None
-    if covered is not None:
-        try:
-            changes = silver_changes(spark, config, covered, until)
-        except ChangesUnavailable as unavailable:
-            run.progress(STEP, f"rebuilding the cluster: {unavailable}")
     commit_names, continued = commit_topic_names(
         spark, config, STEP, silver["offset_commits"], until["offset_commits"], commit_note
     )
     run.counts["commit_topic_names_continued"] = int(continued)
-    names = materialized(epochs.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
-    if changes is None:
-        run.counts["groups_rebuilt"] = touched.groups_of(
-            silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP))
-        ).count()
-        run.progress(STEP, f"rebuilding all {run.counts['groups_rebuilt']:,} groups of the cluster")
-        build_history(
-            silver, topic_ids, settings, history_writes.cluster_store(spark, config, commit_note), topic_names=names
+    topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
+    names = materialized(topic_names.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
+    changes = _changes(spark, config, run, until)
+    summary = commit_summaries.refresh(spark, config, silver, changes, commit_note)
+    states = _states_to_continue(spark, config, run, silver, changes, names)
+    folded = fold_groups(silver, summary, states, config.gold_settings().history_settings(), collected_names(names))
+    refused = folded.where(F.col("not_folded").isNotNull()).select(*GROUP, "not_folded").collect()
+    for group in refused:  # its rows and state stay as they are: a later groupscope folds it
+        run.progress(
+            STEP, f"group {group['group_id']!r} not folded, its tables left as they were: {group['not_folded']}"
         )
-        run.count_tables(HISTORY_TABLES)
-        return
-    if "offset_commits" in changes:  # nearly all the night's rows: read once, by group partition
-        changes["offset_commits"] = materialized(touched.commit_change_summary(changes["offset_commits"]))
-    history_rows = {name: cluster_rows(spark, config, name) for name in ("generations", "rebalances")}
-    groups = materialized(touched_groups(changes, history_rows, names))
-    count = run.counts["groups_rebuilt"] = groups.count()
-    run.progress(STEP, f"{count:,} groups touched since silver versions {covered}")
-    if count == 0:
-        for name in HISTORY_TABLES:
-            empty = spark.createDataFrame([], gold.GOLD_SCHEMAS[name])
-            write_noted(empty, table_location(spark, config.table(name)), commit_note)
-        return
-    starts = materialized(
-        resume.change_starts(list(changes.values()), changes.get("offset_commits", _no_commits(spark)), groups)
+    run.counts["groups_not_folded"] = len(refused)
+    folded = folded.where(F.col("not_folded").isNull())
+    run.counts["groups_folded"] = folded.count()
+    run.progress(
+        STEP,
+        f"{run.counts['groups_folded']:,} groups folded, {run.counts['groups_refolded']:,} from their first record",
     )
-    touched_rebalances = history_rows["rebalances"].join(groups, on=list(GROUP), how="left_semi")
-    # Read before the run rewrites generations (and rebalances).
-    touched_generations = held_on_disk(history_rows["generations"].join(groups, on=list(GROUP), how="left_semi"))
-    settled = materialized(resume.settled_rebalances(touched_rebalances, touched_generations, starts))
-    silent = materialized(resume.silent_spans(touched_rebalances, starts))
-    touched_records = silver["consumer_group_records"].join(groups, on=list(GROUP), how="left_semi")
-    taken_up = history_writes.taken_up(
-        spark, config, touched_generations, touched_rebalances, settled, starts, touched_records
-    )
-    run.counts["generations_kept"] = taken_up.generations.count()
-    run.counts["epoch_groups_framed_from_a_row"] = taken_up.epochs.count()
-    run.counts["rebalances_kept"] = settled.count()
-    store = history_writes.groups_store(spark, config, commit_note, groups, count)
-    build_history(
-        silver,
-        topic_ids,
-        settings,
-        store,
-        groups=groups,
-        topic_names=names,
-        settled=settled,
-        silent=silent,
-        taken_up=taken_up,
-        progress=lambda detail: run.progress(STEP, detail),
-    )
+    for name in TABLES:
+        history_state.replace_from_frontiers(spark, config, name, folded, folded_rows(folded, name), commit_note)
+    _replace_whatif(spark, config, folded, commit_note)
+    history_state.store_states(spark, config, folded, commit_note)
     run.count_tables(HISTORY_TABLES)
+
+
+def _changes(spark: SparkSession, config: Config, run: JobRun, until: dict) -> dict[str, DataFrame] | None:
+    """Silver's rows changed since the versions the history tables cover; None: fold every group anew."""
+    covered = None if config.full else _covered(spark, config, until)
+    if covered is None:
+        return None
+    try:
+        return silver_changes(spark, config, covered, until)
+    except ChangesUnavailable as unavailable:
+        run.progress(STEP, f"folding every group from its first record: {unavailable}")
+        return None
+
+
+def _states_to_continue(
+    spark: SparkSession, config: Config, run: JobRun, silver: dict, changes: dict | None, names: DataFrame
+) -> DataFrame:
+    """(GROUP, state_json, *_POSITION, commits_from) of every group to fold: the touched groups' stored
+    states, a null state for a group to fold from its first record."""
+    every_group = _groups_of(silver)
+    stored = history_state.stored_states(spark, config)
+    if changes is None:
+        groups = materialized(every_group)
+        run.counts["groups_refolded"] = groups.count()
+        return _with_no_state(groups)
+    found = [changes[name].select(*GROUP) for name in (*GROUP_RECORD_TABLES, "offset_commits") if name in changes]
+    touched_groups = spark.createDataFrame([], _NO_GROUPS)
+    for more in found:
+        touched_groups = touched_groups.unionByName(more)
+    generations = cluster_rows(spark, config, "generations")
+    renamed = renamed_topics.groups_with_renamed_topics(generations, names)
+    late = _landed_below_states(changes, stored)
+    refold = _held_groups(
+        late.unionByName(renamed).unionByName(every_group.join(stored, on=list(GROUP), how="left_anti")).distinct()
+    )
+    # A group with a state and no record left (forgotten) is folded from nothing: its rows and state go.
+    known = every_group.unionByName(stored.select(*GROUP)).distinct()
+    groups = touched_groups.unionByName(refold).distinct().join(known, on=list(GROUP), how="left_semi")
+    run.counts["groups_refolded"] = refold.join(known, on=list(GROUP), how="left_semi").count()
+    continued = stored.join(refold, on=list(GROUP), how="left_anti")
+    return materialized(groups.join(continued, on=list(GROUP), how="left"))
+
+
+def _held_groups(groups: DataFrame) -> DataFrame:
+    """`groups` (GROUP) computed once; aliased, as a join back with the frames they came from is a
+    self-join Spark cannot resolve once they are held."""
+    return materialized(groups).select(*[F.col(name).alias(name) for name in GROUP])
+
+
+def _with_no_state(groups: DataFrame) -> DataFrame:
+    """The groups, each to fold from its first record (the columns of a stored state, null)."""
+    return groups.select(
+        *GROUP,
+        F.lit(None).cast("string").alias("state_json"),
+        F.lit(None).cast("int").alias("last_source_partition"),
+        F.lit(None).cast("bigint").alias("last_source_offset"),
+        F.lit(None).cast("timestamp").alias("commits_from"),
+    )
+
+
+def _groups_of(silver: Mapping[str, DataFrame]) -> DataFrame:
+    return (
+        silver["group_metadata"].select(*GROUP).unionByName(silver["consumer_group_records"].select(*GROUP)).distinct()
+    )
+
+
+def history_from_scratch(
+    silver: Mapping[str, DataFrame], topic_ids: DataFrame, settings: GoldSettings
+) -> dict[str, DataFrame]:
+    """Every group of `silver` folded from its first record, with no table read or written: each history
+    table's rows (tests/lab_tables.py builds the lab's tables so)."""
+    names = materialized(topic_names.topic_names(silver["consumer_group_records"], silver["offset_commits"], topic_ids))
+    at = commit_summary.boundaries(silver["group_metadata"], silver["consumer_group_records"])
+    summary = commit_summary.summarized(offsets.filter_uncounted_commits(silver["offset_commits"]), at)
+    states = _with_no_state(_groups_of(silver))
+    folded = fold_groups(silver, summary, states, settings.history_settings(), collected_names(names))
+    tables = {name: folded_rows(folded, name) for name in TABLES}
+    tables["rebalance_whatif"] = whatif_rows(tables["rebalances"], tables["generations"])
+    return tables
+
+
+def _covered(spark: SparkSession, config: Config, until: dict) -> dict[str, int] | None:
+    """The silver versions every history table and the states cover (the oldest note of each input: a
+    run killed part way leaves some a run ahead); None when one has no note or is ahead of silver."""
+    covered: dict[str, int] = {}
+    for name in (*WRITTEN_TABLES, history_state.HISTORY_STATE, commit_summaries.TABLE):
+        noted = covered_versions(spark, config.table(name), STEP, config.cluster)
+        if noted is None or set(noted) != set(SILVER_INPUTS):
+            return None
+        for table, version in noted.items():
+            covered[table] = min(covered.get(table, version), version)
+    return None if any(covered[name] > until[name] for name in SILVER_INPUTS) else covered
+
+
+def _landed_below_states(changes: dict[str, DataFrame], stored: DataFrame) -> DataFrame:
+    """Groups with a change their state has already been past: a deleted row, a record at or below its
+    last folded record, a commit before its `commits_from`."""
+    found = stored.select(*GROUP).limit(0)
+    for name, rows in changes.items():
+        joined = rows.join(stored, on=list(GROUP), how="inner")
+        below = F.col("_change_type") == F.lit(CHANGE_DELETE)
+        if name == "offset_commits":
+            below = below | (F.col("record_at") < F.col("commits_from"))
+        elif name != "group_members":
+            position = F.struct("source_partition", "source_offset")
+            below = below | (position <= F.struct(*[F.col(column) for column in _POSITION]))
+        found = found.unionByName(joined.where(below).select(*GROUP))
+    return found.distinct()
+
+
+def fold_groups(
+    silver: dict, summary: DataFrame, states: DataFrame, settings: HistorySettings, names: TopicNames
+) -> DataFrame:
+    """Every group of `states` (GROUP, state_json, *_POSITION, commits_from; a null state: from its first
+    record) folded over its silver records after its state and its commit summary's intervals from
+    `commits_from` on, in one mapInArrow pass; held, as each table's MERGE reads it."""
+    after_state = F.col("last_source_offset").isNull() | (
+        F.struct("source_partition", "source_offset") > F.struct(*[F.col(column) for column in _POSITION])
+    )
+    positions = states.select(*GROUP, *_POSITION, "commits_from")
+
+    def new_rows(rows: DataFrame) -> DataFrame:
+        return (
+            rows.join(F.broadcast(positions), on=list(GROUP), how="inner")
+            .where(after_state)
+            .drop(*_POSITION, "commits_from")
+        )
+
+    metadata = new_rows(silver["group_metadata"])
+    members = silver["group_members"].join(metadata.select("record_id"), on="record_id", how="left_semi")
+    records = classic_records_frame(metadata, members)
+    epoch_records = new_rows(silver["consumer_group_records"])
+    # No state, or one whose fold reads no commit before its new records: every interval (more than it
+    # reads is harmless: it reads by time).
+    read_from = F.col("commits_from").isNull() | (F.col("last_at") >= F.col("commits_from"))
+    group_commits = commit_summary.as_commits(
+        summary.join(F.broadcast(positions.select(*GROUP, "commits_from")), on=list(GROUP), how="inner").where(
+            read_from
+        )
+    )
+    log = history_log(records, group_commits, states, epoch_records)
+    folded = materialized(folded_groups(log, settings, names))
+    if not folded.where("needs_refold").isEmpty():
+        raise RuntimeError("a group's new records came before its state, past the changes read: not expected")
+    return folded
+
+
+def collected_names(names: DataFrame) -> TopicNames:
+    collected: TopicNames = defaultdict(dict)
+    for row in names.collect():
+        collected[row["cluster"]][row["topic_id"]] = (row["topic"], row["topic_name_source"])
+    return dict(collected)
+
+
+def _replace_whatif(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
+    """The night's rebalances replayed beside their generations as the table now holds them (a
+    rebalance's generation before it may lie below its frontier)."""
+    of_groups = cluster_rows(spark, config, "generations").join(folded.select(*GROUP), on=list(GROUP), how="left_semi")
+    rows = whatif_rows(folded_rows(folded, "rebalances"), of_groups)
+    history_state.replace_from_frontiers(spark, config, "rebalance_whatif", folded, rows, commit_note)
+
+
+def whatif_rows(rebalances: DataFrame, generations: DataFrame) -> DataFrame:
+    """`rebalances` replayed through Kafka's assignors, one JVM call for all (whatif.py)."""
+    replay = materialized(whatif_inputs.replay_inputs(rebalances, generations))
+    return whatif.rebalance_whatif(replay, replay_assignors(replay), rebalances)

@@ -19,7 +19,7 @@ from jobs.runs import JobRun, row_counts
 from jobs.steps.capture import capture
 from jobs.steps.decode import SILVER_SCHEMAS, decode
 from jobs.steps.end_offsets import live_end_offsets, load_end_offset_files, write_end_offsets
-from jobs.steps.history_fold import history
+from jobs.steps.history import history
 from jobs.steps.ingest import ingest
 from jobs.steps.metrics import metrics
 from jobs.steps.report import nightly_report

@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.config import GoldSettings
-from jobs.steps.history import build_history
+from jobs.steps.history import history_from_scratch
 from jobs.steps.metrics import build_metrics
 from jobs.tables import HISTORY_TABLES, METRICS_TABLES, SILVER_INPUTS, gold_rows, materialized
 from schemas import gold, ops
@@ -29,7 +29,8 @@ def test_each_history_and_metrics_transform_gives_its_declared_schema(spark):
         return stored[name]
 
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
-    build_history(silver, no_topic_ids, GoldSettings(), store)
+    for name, rows in history_from_scratch(silver, no_topic_ids, GoldSettings()).items():
+        store(name, rows)
     no_snapshots = spark.createDataFrame([], ops.end_offsets_schema)
     build_metrics(silver["offset_commits"], no_snapshots, stored, GoldSettings(), None, store)
     assert set(stored) == {*HISTORY_TABLES, *METRICS_TABLES}

@@ -1,4 +1,4 @@
-"""The history step (one fold per group, jobs/steps/history_fold.py), night after night on the lab's nights
+"""The history step (one fold per group, jobs/steps/history.py), night after night on the lab's nights
 (tests/history_nights.py), equals a `--full` run row by row: cooperative rounds on two nights, a KIP-848
 handover, streams and share epochs across nights, transactions resolved a night later, a late backup, a
 forgotten group, a night of commits only and a night with nothing new.
@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.runs import JobRun
-from jobs.steps import history_fold
+from jobs.steps import history as history_step
 from jobs.steps.decode import SILVER_SCHEMAS
 from jobs.tables import SILVER_INPUTS, cluster_rows, ensure_table
 from tests.history_nights import (
@@ -33,7 +33,7 @@ DATABASE = "groupscope_fold_nights"
 
 def run_history(spark, config) -> dict:
     with JobRun(spark, config, "history") as run:
-        history_fold.history(spark, config, run)
+        history_step.history(spark, config, run)
     assert run.exit_code == 0, "the history run failed; its traceback is in logs/"
     return dict(run.counts)
 

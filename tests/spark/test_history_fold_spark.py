@@ -11,7 +11,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.config import GoldSettings
-from jobs.steps.history_fold import collected_names
+from jobs.steps.history import collected_names
 from lab.broker import CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, CONSUMER_GROUP_SESSION_TIMEOUT_MS
 from tests.delta_compare import canonical
 from transforms.gold import commit_summary, offsets, topic_names

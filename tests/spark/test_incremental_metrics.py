@@ -29,7 +29,7 @@ from jobs.config import load_config
 from jobs.metrics_writes import CARRY
 from jobs.runs import JobRun
 from jobs.steps.decode import SILVER_SCHEMAS
-from jobs.steps.history import build_history
+from jobs.steps.history import history_from_scratch
 from jobs.steps.ingest import read_inputs
 from jobs.steps.metrics import metrics
 from jobs.tables import (
@@ -218,7 +218,8 @@ def apply_changes(spark, config, night: dict, history_changed: bool) -> set[str]
         return kept
 
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
-    build_history(silver_now, no_topic_ids, config.gold_settings(), store)
+    for name, rows in history_from_scratch(silver_now, no_topic_ids, config.gold_settings()).items():
+        store(name, rows)
     return states
 
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from lab.scenarios import capture_folders
 from tests.lab_tables import Capture, all_captures
-from transforms.gold import touched
+from transforms.gold import renamed_topics
 
 SHARE_CAPTURES = [capture for capture in all_captures() if capture.path.name == "share"]
 MEMBERS_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT")
@@ -234,5 +234,5 @@ def test_a_share_group_naming_a_topic_anew_is_touched(spark, lab):
     )
     renamed = topic_ids.select(F.lit(cluster).alias("cluster"), "topic_id", F.lit("renamed").alias("topic"),
                                F.lit("user").alias("topic_name_source"))  # fmt: skip
-    found = {r.group_id for r in touched.groups_with_renamed_topics(generations, renamed).collect()}
+    found = {r.group_id for r in renamed_topics.groups_with_renamed_topics(generations, renamed).collect()}
     assert found == {"share-lab", "share-lab-deleted"}

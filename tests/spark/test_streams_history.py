@@ -25,7 +25,7 @@ from lab.dump import parse_dump
 from lab.scenarios import capture_folders
 from schemas import ops
 from tests.lab_tables import Capture, all_captures
-from transforms.gold import touched
+from transforms.gold import renamed_topics
 from transforms.gold.topic_names import topic_names
 
 STREAMS_CAPTURES = [capture for capture in all_captures() if capture.path.name == "streams"]
@@ -378,7 +378,7 @@ def test_a_streams_group_is_not_rebuilt_for_its_subtopologies(spark, lab):
     assert generations.where(F.size("members") > 0).count() > 0
     no_topic_ids = spark.createDataFrame([], ops.topic_ids_schema)
     names = topic_names(lab["consumer_group_records"], lab["offset_commits"], no_topic_ids)
-    assert touched.groups_with_renamed_topics(generations, names).collect() == []
+    assert renamed_topics.groups_with_renamed_topics(generations, names).collect() == []
 
 
 def test_only_streams_rebalances_count_standby_moves(lab):

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.config import GoldSettings
-from jobs.steps.history import build_history
+from jobs.steps.history import history_from_scratch
 from jobs.steps.views import create_views
 from jobs.tables import ensure_table, gold_rows, materialized, replace_cluster_rows
 from schemas import gold, ops, silver
@@ -60,7 +60,10 @@ def history(spark):
         tables[name] = materialized(gold_rows(name, rows))
         return tables[name]
 
-    build_history(tables, spark.createDataFrame([], ops.topic_ids_schema), GoldSettings(), store)
+    for name, rows in history_from_scratch(
+        tables, spark.createDataFrame([], ops.topic_ids_schema), GoldSettings()
+    ).items():
+        store(name, rows)
     return tables
 
 

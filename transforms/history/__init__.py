@@ -28,4 +28,8 @@ later record can change a row; at and after it, one can:
 The state holds the generations from the closing generation before the frontier (the "before" side of
 the frontier's rebalance) on, so folding a prefix and then the rest from its state equals folding all.
 `rebalance_frequency`, keyed by period, is given again from the frontier's day on (frequency.py).
+
+The rules were first Spark queries in transforms/gold, deleted when this fold replaced them (issue 72).
+Where a module here names one of those files for its reasoning, it is in git: `git log --diff-filter=D
+--name-only -- transforms/gold/` finds the commit, and `git show <commit>^:<path>` shows the file.
 """
