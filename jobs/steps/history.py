@@ -24,8 +24,16 @@ from jobs.config import Config, GoldSettings
 from jobs.history_changes import GROUP_RECORD_TABLES, STEP, silver_at, silver_changes
 from jobs.history_topic_names import commit_topic_names
 from jobs.runs import JobRun
-from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, TOPIC_IDS, cluster_rows, ensure_table, materialized
-from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note
+from jobs.tables import (
+    HISTORY_TABLES,
+    SILVER_INPUTS,
+    TOPIC_IDS,
+    cluster_rows,
+    ensure_table,
+    materialized,
+    table_location,
+)
+from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note, write_noted
 from schemas import gold, ops
 from transforms.gold import commit_summary, offsets, renamed_topics, topic_names, whatif, whatif_inputs
 from transforms.gold.history_fold import (
@@ -81,6 +89,11 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
         STEP,
         f"{run.counts['groups_folded']:,} groups folded, {run.counts['groups_refolded']:,} from their first record",
     )
+    if run.counts["groups_folded"] == 0:  # nothing to replace: each table's note moves on, in an empty commit
+        for name in (*WRITTEN_TABLES, history_state.HISTORY_STATE):
+            empty = spark.createDataFrame([], spark.table(config.table(name)).schema)
+            write_noted(empty, table_location(spark, config.table(name)), commit_note)
+        return
     for name in TABLES:
         history_state.replace_from_frontiers(spark, config, name, folded, folded_rows(folded, name), commit_note)
     _replace_whatif(spark, config, folded, commit_note)
