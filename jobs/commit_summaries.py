@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
+from jobs.history_state import replace_group_rows
 from jobs.tables import cluster_rows, ensure_table, materialized, sql_string_literal, table_location
 from jobs.watermarks import CHANGE_DELETE, cluster_predicate, noting, recording_empty_commits, write_noted
 from schemas.ops import commit_summary_schema
@@ -23,7 +24,6 @@ from transforms.gold import commit_summary, offsets
 from transforms.gold.commit_summary import GROUP, SUMMARY_KEY
 
 TABLE = "commit_summary"
-_MARKER = "_is_group_marker"
 
 
 def ensure_summary_table(spark: SparkSession, config: Config) -> None:
@@ -56,9 +56,8 @@ def refresh(
         counted_changes = offsets.filter_uncounted_commits(new_commits.where(F.col("_change_type") != CHANGE_DELETE))
         added = commit_summary.summarized(counted_changes.join(again, on=list(GROUP), how="left_anti"), at)
     with noting(spark, commit_note), recording_empty_commits(spark):
-        _replace_groups(
-            spark, config, again, commit_summary.summarized(counted.join(again, on=list(GROUP), how="left_semi"), at)
-        )
+        summarized_again = commit_summary.summarized(counted.join(again, on=list(GROUP), how="left_semi"), at)
+        replace_group_rows(spark, config, TABLE, again, summarized_again)
         if added is not None:
             _widen(spark, config, added)
     return cluster_rows(spark, config, TABLE)
@@ -85,26 +84,6 @@ def _summarized_again(changes: Mapping[str, DataFrame], stored: DataFrame) -> Da
     for more in found[1:]:
         result = result.unionByName(more)
     return result.distinct()
-
-
-def _replace_groups(spark: SparkSession, config: Config, groups: DataFrame, rows: DataFrame) -> None:
-    """The groups' stored rows give way to `rows`, in one MERGE."""
-    source = rows.withColumn(_MARKER, F.lit(False)).unionByName(
-        groups.withColumn(_MARKER, F.lit(True)), allowMissingColumns=True
-    )
-    condition = (
-        f"t.cluster = {sql_string_literal(config.cluster)} AND s.{_MARKER}"
-        " AND t.cluster = s.cluster AND t.group_id = s.group_id"
-    )
-    values = {f"`{name}`": f"s.`{name}`" for name in rows.columns}
-    (
-        DeltaTable.forName(spark, config.table(TABLE))
-        .alias("t")
-        .merge(source.alias("s"), condition)
-        .whenMatchedDelete()
-        .whenNotMatchedInsert(condition=f"NOT s.{_MARKER}", values=values)
-        .execute()
-    )
 
 
 def _widen(spark: SparkSession, config: Config, added: DataFrame) -> None:

@@ -48,23 +48,31 @@ def replace_from_frontiers(
 ) -> None:
     """One MERGE into table `name`: the stored rows of `folded`'s groups at or after their frontiers give
     way to `rows` (their rows from the frontier on)."""
-    markers = folded.select(*GROUP, *_FRONTIER).withColumn(_MARKER, F.lit(True))
-    source = rows.withColumn(_MARKER, F.lit(False)).unionByName(markers, allowMissingColumns=True)
     replaced = _FREQUENCY_AT_OR_AFTER if name == FREQUENCY_TABLE else _AT_OR_AFTER
+    with noting(spark, commit_note), recording_empty_commits(spark):
+        replace_group_rows(spark, config, name, folded.select(*GROUP, *_FRONTIER), rows, replaced)
+
+
+def replace_group_rows(
+    spark: SparkSession, config: Config, name: str, groups: DataFrame, rows: DataFrame, replaced: str = "TRUE"
+) -> None:
+    """One MERGE into table `name`: the stored rows of `groups` (GROUP and any columns `replaced` reads as
+    s.*) for which the SQL condition `replaced` holds give way to `rows`."""
+    markers = groups.withColumn(_MARKER, F.lit(True))
+    source = rows.withColumn(_MARKER, F.lit(False)).unionByName(markers, allowMissingColumns=True)
     condition = (
         f"t.cluster = {sql_string_literal(config.cluster)} AND s.{_MARKER}"
         f" AND t.cluster = s.cluster AND t.group_id = s.group_id AND ({replaced})"
     )
     inserted = {f"`{column}`": f"s.`{column}`" for column in rows.columns}
-    with noting(spark, commit_note), recording_empty_commits(spark):
-        (
-            DeltaTable.forName(spark, config.table(name))
-            .alias("t")
-            .merge(source.alias("s"), condition)
-            .whenMatchedDelete()
-            .whenNotMatchedInsert(condition=f"NOT s.{_MARKER}", values=inserted)
-            .execute()
-        )
+    (
+        DeltaTable.forName(spark, config.table(name))
+        .alias("t")
+        .merge(source.alias("s"), condition)
+        .whenMatchedDelete()
+        .whenNotMatchedInsert(condition=f"NOT s.{_MARKER}", values=inserted)
+        .execute()
+    )
 
 
 def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
