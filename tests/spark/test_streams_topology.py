@@ -76,21 +76,23 @@ def _of_group(table, capture: Capture):
 
 @per_capture
 def test_one_rebalance_runs_a_changed_topology_the_first_after_the_deletion(lab, capture):
-    """Where the history is to name the topology change (issue 69 §4; no cause names it yet): the
-    rebalances whose members run another topology than those of the last rebalance before them with
-    members, by the instances' own description. Exactly one: the first of the group that came back under
-    the same id after the deletion. The refused t3 is in no generation."""
+    """The rebalances whose members run another topology than those of the last rebalance before them
+    with members, by the instances' own description: exactly one, the first of the group that came back
+    under the same id after the deletion, and the one whose causes name `topology_changed` (issue 69 §4).
+    The refused t3 is in no generation."""
     members = {
         (r.incarnation, r.generation): {instance(m.client_id) for m in r.members}
         for r in _of_group(lab["generations"], capture).collect()
     }
-    topologies, previous, changed = instance_topologies(capture), None, []
+    topologies, previous, changed, named = instance_topologies(capture), None, [], []
     for row in _of_group(lab["rebalances"], capture).orderBy("completed_at").collect():
         names = members[(row.incarnation, row.generation)]
         running = {topologies[name] for name in names}
         assert len(running) <= 1, f"instances of two topologies in one generation: {running}"
         if running and previous is not None and running != previous:
             changed.append((row.incarnation, row.previous_generation, sorted(names)))
+        if "topology_changed" in row.causes:
+            named.append((row.incarnation, row.previous_generation, sorted(names)))
         previous = running or previous
-    assert changed == [(1, None, ["r1"])]
+    assert changed == named == [(1, None, ["r1"])]
     assert "t3" not in set().union(*members.values())

@@ -5,6 +5,8 @@ leaves cleanly, one is fenced at its session timeout. No Spark."""
 
 from __future__ import annotations
 
+import json
+
 from tests.history_epochs import records, row
 from tests.history_fold import at, fold_at_once, fold_in_two, in_order
 from tests.history_twins import (
@@ -182,3 +184,56 @@ def test_a_streams_member_back_after_the_groups_deletion_shows_its_tasks_from_be
     assert (back["member_epoch"], back["active_tasks"]) == (1, [{"subtopology_id": "0", "partitions": [0]}])
     generation = next(g for g in tables["generations"] if (g["incarnation"], g["generation"]) == (1, 1))
     assert owned(generation) == {"s1": []}
+
+
+def streams_topology(offset: int, seconds: float, source_topics: list[str] | None) -> dict:
+    """A streams group's topology record (type 23): one subtopology reading `source_topics` (None: the
+    record's tombstone, written when the group is deleted)."""
+    if source_topics is None:
+        return row(offset, seconds, 23, True)
+    value = {"epoch": 0, "subtopologies": [{"subtopology_id": "0", "source_topics": source_topics}]}
+    return row(offset, seconds, 23, value_json=json.dumps(value))
+
+
+def redeployed(topics_after: list[str]) -> list[dict]:
+    """An application of two epochs (the second: s2 joins) deleted with its topology, created again under
+    the same id with `topics_after` as its source topics, its topology record written again unchanged
+    before its second epoch."""
+    return records(
+        streams_topology(0, 0, ["orders"]),
+        streams_joined(1, 0, "s1", 8081), streams_epoch(2, 0, 1), streams_target(3, 0, "s1", {"0": [0]}),
+        streams_target_epoch(4, 0, 1), streams_current(5, 0.5, "s1", 1, {"0": [0]}),
+        streams_joined(6, 5, "s2", 8082), streams_epoch(7, 5, 2), streams_target(8, 5, "s2", {}),
+        streams_target_epoch(9, 5, 2),
+        streams_left(10, 10, "s1"), streams_left(13, 10, "s2"), row(16, 10, 17, is_tombstone=True),
+        streams_topology(17, 10, None),
+        streams_topology(20, 30, topics_after),
+        streams_joined(21, 30, "r1", 8081), streams_epoch(22, 30, 1), streams_target(23, 30, "r1", {"0": [0]}),
+        streams_target_epoch(24, 30, 1), streams_current(25, 30.5, "r1", 1, {"0": [0]}),
+        streams_topology(26, 35, topics_after),
+        streams_joined(27, 35, "r2", 8082), streams_epoch(28, 35, 2), streams_target(29, 35, "r2", {}),
+        streams_target_epoch(30, 35, 2),
+    )  # fmt: skip
+
+
+def test_a_redeploy_with_a_changed_topology_causes_the_first_rebalance_of_the_group_that_came_back():
+    """Kafka Streams changes a group's topology only by a redeploy (topology.py): the first rebalance after
+    the group came back names it, right after `group_emptied`'s place; the topology record written again
+    unchanged, and a redeploy of the same topology, name no change."""
+    tables = fold_at_once(redeployed(["orders", "returns"]), [], SETTINGS)
+    causes = {(r["incarnation"], r["generation"]): r["causes"] for r in tables["rebalances"]}
+    assert causes == {
+        (0, 1): ["member_joined"],
+        (0, 2): ["member_joined"],
+        (1, 1): ["topology_changed", "member_joined"],
+        (1, 2): ["member_joined"],
+    }
+    same = fold_at_once(redeployed(["orders"]), [], SETTINGS)
+    assert all("topology_changed" not in r["causes"] for r in same["rebalances"])
+
+
+def test_the_topology_a_group_ran_is_kept_across_its_deletion_at_every_cut():
+    written = redeployed(["orders", "returns"])
+    at_once = in_order(fold_at_once(written, [], SETTINGS))
+    differing = [cut for cut in range(len(written) + 1) if in_order(fold_in_two(written, [], cut, SETTINGS)) != at_once]
+    assert differing == []

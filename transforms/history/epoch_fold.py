@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from transforms.history import capacity, epoch_rows, epochs, generations, rebalances, streams
+from transforms.history import capacity, epoch_rows, epochs, generations, rebalances, streams, topology
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import HistorySettings
 from transforms.history.twins import GROUP_PROTOCOL_STREAMS
@@ -22,6 +22,9 @@ from transforms.history.twins import GROUP_PROTOCOL_STREAMS
 
 def add(state, record: Mapping) -> None:
     """Folds one KIP-848 record into the state (fold.State)."""
+    if record["record_type"] == topology.RECORD_STREAMS_TOPOLOGY:
+        topology.seen(state.topology, record)
+        return
     if epochs.is_deletion(record):
         if not state.follows_deletion:
             state.entries.append(epochs.deletion_entry(record, state.incarnation, _latest_generation(state)))
@@ -41,6 +44,7 @@ def add(state, record: Mapping) -> None:
                 epochs.catch_up(state.replay, before[-1])
             state.entries = kept
             entry = epochs.epoch_entry(state.replay, record, state.incarnation, _latest_generation(state))
+            entry["topology_changed_at"] = topology.changed_at(state.topology)
             state.entries.append(entry)
         return
     epochs.replay_record(state.replay, record, [e for e in state.entries if _is_live(state, e)])

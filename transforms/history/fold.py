@@ -28,7 +28,7 @@ from transforms.history import capacity, epoch_fold, epochs, frequency, generati
 from transforms.history.departures import CommitTimes
 from transforms.history.settings import DEFAULT_SETTINGS, HistorySettings
 
-FOLD_VERSION = 4
+FOLD_VERSION = 5
 # Tables keyed by (incarnation, generation); rebalance_frequency is keyed by period (frequency.py).
 GENERATION_TABLES = (
     "generations",
@@ -61,6 +61,7 @@ class State:
     settled_hours: list[list] = field(default_factory=list)  # [hour, rebalances, moves] below the frontier
     replay: dict | None = None  # an epoch group's: what its records say now (epochs.py); None: a classic group
     own_records: dict = field(default_factory=dict)  # epoch groups: member_id -> its own records' times (epoch_fold)
+    topology: dict = field(default_factory=dict)  # streams groups: their last topology records (topology.py)
     fold_version: int = FOLD_VERSION
 
     @property

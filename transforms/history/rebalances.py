@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from transforms.history import departures, movement
+from transforms.history import departures, movement, topology
 from transforms.history.generations import GROUP_PROTOCOL_CLASSIC, member_key, owned_partitions
 from transforms.history.settings import HistorySettings
 from transforms.history.twins import GROUP_PROTOCOL_CONSUMER, GROUP_PROTOCOL_SHARE, GROUP_PROTOCOL_STREAMS
@@ -132,9 +132,12 @@ def _membership(closing: Mapping, before_members: Sequence[Mapping]) -> dict:
     }
 
 
-def _causes(has_members: bool, had_members: bool, membership: Mapping, hows: Sequence[str], counts: Mapping) -> list:
+def _causes(
+    has_members: bool, had_members: bool, membership: Mapping, hows: Sequence[str], counts: Mapping, is_topology: bool
+) -> list:
     candidates = [
         ("group_emptied", not has_members and had_members),
+        ("topology_changed", is_topology),
         ("member_left_after_timeout", departures.HOW_TIMEOUT in hows),
         ("member_left_cleanly", departures.HOW_CLEAN in hows),
         ("member_left", departures.HOW_UNKNOWN in hows),
@@ -185,7 +188,9 @@ def rebalance_rows(
     assignor = closing["assignor"] or (before["assignor"] if before is not None else None)
     protocol = rebalance_protocol(assignor, closing["group_protocol"])
     pause_ms, pause_method, is_open = _pause(protocol, join_completed_at, closing, before, commits)
-    causes = _causes(bool(closing["members"]), bool(before_members), membership, [d["how"] for d in left], moves)
+    hows = [d["how"] for d in left]
+    is_topology = topology.is_changed(closing, before)
+    causes = _causes(bool(closing["members"]), bool(before_members), membership, hows, moves, is_topology)
     row = {
         **key,
         "previous_generation": before["generation"] if before is not None else None,

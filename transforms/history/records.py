@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from transforms.history import twins
+from transforms.history import topology, twins
 
 LOG_ORDER = ("source_partition", "source_offset")
 MEMBER_FIELDS = (
@@ -107,13 +107,26 @@ def _topic_id_partitions(value) -> list[dict] | None:
     return [{"topic_id": tp["topic_id"], "partitions": list(tp["partitions"] or [])} for tp in value]
 
 
+def _topology_record(row: Mapping) -> dict:
+    """A streams topology record: outside the epoch sequence, its value only compared (topology.py)."""
+    fields = ("cluster", "group_id", *LOG_ORDER, "record_at", "record_type", "is_tombstone")
+    record = {name: row[name] for name in fields}
+    record["topology"] = None if row["is_tombstone"] else row["value_json"]
+    record["group_protocol"] = twins.GROUP_PROTOCOL_STREAMS
+    return record
+
+
 def consumer_records(rows: Iterable[Mapping]) -> list[dict]:
     """One KIP-848, share or streams group's `consumer_group_records` rows -> its records of
     CONSUMER_GROUP_RECORD_TYPES and their share and streams twins (twins.py) in log order, each with the
-    fields of CONSUMER_RECORD_FIELDS (topic-id partitions as plain lists) and `group_protocol`."""
+    fields of CONSUMER_RECORD_FIELDS (topic-id partitions as plain lists) and `group_protocol`, and its
+    streams topology records (`_topology_record`)."""
     records = []
     for row in rows:
         kind = row["record_type"]
+        if kind == topology.RECORD_STREAMS_TOPOLOGY:
+            records.append(_topology_record(row))
+            continue
         if kind not in CONSUMER_GROUP_RECORD_TYPES and twins.group_protocol(kind) is None:
             continue
         record = {name: row[name] for name in CONSUMER_RECORD_FIELDS}

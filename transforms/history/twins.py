@@ -14,7 +14,7 @@ STREAMS_AS_CONSUMER_TYPES). So the fold replays them as types 3, 5-8, and only w
   for the `streams_members` table (streams.py).
 Records of other types (partition metadata 9 and 18, share's 15, streams' 23 and 24) are no part of the
 sequence gold reads (a group deletion right after another is a repeat only when none of its records came
-between), so they are left out.
+between), so they are left out; streams' topology records (23) are read beside it (topology.py).
 """
 
 from __future__ import annotations
