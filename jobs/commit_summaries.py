@@ -88,14 +88,17 @@ def _summarized_again(changes: Mapping[str, DataFrame], stored: DataFrame) -> Da
 
 def _widen(spark: SparkSession, config: Config, added: DataFrame) -> None:
     """The night's commits into their intervals: first and last move outwards, new intervals added."""
-    matched = " AND ".join(f"t.`{name}` <=> s.`{name}`" for name in SUMMARY_KEY)
-    condition = f"t.cluster = {sql_string_literal(config.cluster)} AND {matched}"
+    matched = " AND ".join(f"target.`{name}` <=> source.`{name}`" for name in SUMMARY_KEY)
+    condition = f"target.cluster = {sql_string_literal(config.cluster)} AND {matched}"
     (
         DeltaTable.forName(spark, config.table(TABLE))
-        .alias("t")
-        .merge(added.alias("s"), condition)
+        .alias("target")
+        .merge(added.alias("source"), condition)
         .whenMatchedUpdate(
-            set={"first_at": "least(t.first_at, s.first_at)", "last_at": "greatest(t.last_at, s.last_at)"}
+            set={
+                "first_at": "least(target.first_at, source.first_at)",
+                "last_at": "greatest(target.last_at, source.last_at)",
+            }
         )
         .whenNotMatchedInsertAll()
         .execute()

@@ -26,6 +26,11 @@ def _quoted(name: str) -> str:
     return ".".join(f"`{part}`" for part in name.split("."))
 
 
+def _quoted_column(name: str) -> str:
+    """A column name as delta-spark takes it in a values map, backquoted or not, backquoted once."""
+    return name if name.startswith("`") else f"`{name}`"
+
+
 def _column(field: StructField) -> str:
     return f"`{field.name}` {field.dataType.simpleString()}{'' if field.nullable else ' NOT NULL'}"
 
@@ -48,6 +53,14 @@ class _Merge:
 
     def whenMatchedDelete(self, condition: str | None = None) -> _Merge:
         return self._add("WHEN MATCHED", condition, "DELETE")
+
+    def whenMatchedUpdateAll(self, condition: str | None = None) -> _Merge:
+        return self._add("WHEN MATCHED", condition, "UPDATE SET *")
+
+    def whenNotMatchedInsert(self, condition: str | None = None, values: Mapping[str, str] | None = None) -> _Merge:
+        values = values or {}
+        columns, inserted = ", ".join(map(_quoted_column, values)), ", ".join(values.values())
+        return self._add("WHEN NOT MATCHED", condition, f"INSERT ({columns}) VALUES ({inserted})")
 
     def whenNotMatchedInsertAll(self, condition: str | None = None) -> _Merge:
         return self._add("WHEN NOT MATCHED", condition, "INSERT *")

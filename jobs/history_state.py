@@ -26,11 +26,12 @@ _MARKER = "_is_frontier_marker"
 _FRONTIER = ("frontier_incarnation", "frontier_generation", "frequency_from")
 # A stored row at or after its group's frontier (fold.is_at_or_after; rebalance_frequency: Rows.replaces).
 _AT_OR_AFTER = (
-    "s.frontier_incarnation IS NULL OR t.incarnation > s.frontier_incarnation"
-    " OR (t.incarnation = s.frontier_incarnation"
-    " AND (s.frontier_generation IS NULL OR t.generation IS NULL OR t.generation >= s.frontier_generation))"
+    "source.frontier_incarnation IS NULL OR target.incarnation > source.frontier_incarnation"
+    " OR (target.incarnation = source.frontier_incarnation"
+    " AND (source.frontier_generation IS NULL OR target.generation IS NULL"
+    " OR target.generation >= source.frontier_generation))"
 )
-_FREQUENCY_AT_OR_AFTER = "s.frequency_from IS NULL OR t.period_start >= s.frequency_from"
+_FREQUENCY_AT_OR_AFTER = "source.frequency_from IS NULL OR target.period_start >= source.frequency_from"
 
 
 def ensure_state_table(spark: SparkSession, config: Config) -> None:
@@ -57,20 +58,20 @@ def replace_group_rows(
     spark: SparkSession, config: Config, name: str, groups: DataFrame, rows: DataFrame, replaced: str = "TRUE"
 ) -> None:
     """One MERGE into table `name`: the stored rows of `groups` (GROUP and any columns `replaced` reads as
-    s.*) for which the SQL condition `replaced` holds give way to `rows`."""
+    source.*) for which the SQL condition `replaced` holds give way to `rows`."""
     markers = groups.withColumn(_MARKER, F.lit(True))
     source = rows.withColumn(_MARKER, F.lit(False)).unionByName(markers, allowMissingColumns=True)
     condition = (
-        f"t.cluster = {sql_string_literal(config.cluster)} AND s.{_MARKER}"
-        f" AND t.cluster = s.cluster AND t.group_id = s.group_id AND ({replaced})"
+        f"target.cluster = {sql_string_literal(config.cluster)} AND source.{_MARKER}"
+        f" AND target.cluster = source.cluster AND target.group_id = source.group_id AND ({replaced})"
     )
-    inserted = {f"`{column}`": f"s.`{column}`" for column in rows.columns}
+    inserted = {f"`{column}`": f"source.`{column}`" for column in rows.columns}
     (
         DeltaTable.forName(spark, config.table(name))
-        .alias("t")
-        .merge(source.alias("s"), condition)
+        .alias("target")
+        .merge(source.alias("source"), condition)
         .whenMatchedDelete()
-        .whenNotMatchedInsert(condition=f"NOT s.{_MARKER}", values=inserted)
+        .whenNotMatchedInsert(condition=f"NOT source.{_MARKER}", values=inserted)
         .execute()
     )
 
@@ -86,15 +87,16 @@ def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_
         "state_json",
     )
     condition = (
-        f"t.cluster = {sql_string_literal(config.cluster)} AND t.cluster = s.cluster AND t.group_id = s.group_id"
+        f"target.cluster = {sql_string_literal(config.cluster)}"
+        " AND target.cluster = source.cluster AND target.group_id = source.group_id"
     )
     with noting(spark, commit_note), recording_empty_commits(spark):
         (
             DeltaTable.forName(spark, config.table(HISTORY_STATE))
-            .alias("t")
-            .merge(states.alias("s"), condition)
-            .whenMatchedDelete(condition="s.state_json IS NULL")
+            .alias("target")
+            .merge(states.alias("source"), condition)
+            .whenMatchedDelete(condition="source.state_json IS NULL")
             .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll(condition="s.state_json IS NOT NULL")
+            .whenNotMatchedInsertAll(condition="source.state_json IS NOT NULL")
             .execute()
         )
