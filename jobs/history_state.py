@@ -9,18 +9,22 @@ and replaces the same rows, so the tables end as one uninterrupted run leaves th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import Config
 from jobs.delta_tables import DeltaTable
-from jobs.tables import cluster_rows, ensure_table, sql_string_literal
-from jobs.watermarks import noting, recording_empty_commits
+from jobs.tables import cluster_rows, ensure_table, sql_string_literal, table_location
+from jobs.watermarks import cluster_predicate, noting, recording_empty_commits, write_noted
 from schemas.ops import history_state_schema
 from transforms.gold.history_fold import GROUP
 from transforms.history.fold import FOLD_VERSION, FREQUENCY_TABLE
 
 HISTORY_STATE = "history_state"
+_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 # A MERGE source's column telling a group's frontier (which stored rows give way) from the rows to add.
 _MARKER = "_is_frontier_marker"
 _FRONTIER = ("frontier_incarnation", "frontier_generation", "frequency_from")
@@ -66,19 +70,39 @@ def replace_group_rows(
         f" AND target.cluster = source.cluster AND target.group_id = source.group_id AND ({replaced})"
     )
     inserted = {f"`{column}`": f"source.`{column}`" for column in rows.columns}
-    (
-        DeltaTable.forName(spark, config.table(name))
-        .alias("target")
-        .merge(source.alias("source"), condition)
-        .whenMatchedDelete()
-        .whenNotMatchedInsert(condition=f"NOT source.{_MARKER}", values=inserted)
-        .execute()
-    )
+    with _source_not_copied(spark):
+        (
+            DeltaTable.forName(spark, config.table(name))
+            .alias("target")
+            .merge(source.alias("source"), condition)
+            .whenMatchedDelete()
+            .whenNotMatchedInsert(condition=f"NOT source.{_MARKER}", values=inserted)
+            .execute()
+        )
 
 
-def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
-    """The folded groups' new states in place of their stored ones (a group left with none: deleted)."""
-    states = folded.select(
+@contextmanager
+def _source_not_copied(spark: SparkSession) -> Iterator[None]:
+    """Delta reads a MERGE's source twice (to find the matches, then to write) and by default copies it
+    first, in case it changes in between: three Spark jobs a MERGE. These sources are held frames and
+    tables read at fixed versions, which cannot change."""
+    spark.conf.set(_MATERIALIZE_SOURCE, "none")
+    try:
+        yield
+    finally:
+        spark.conf.unset(_MATERIALIZE_SOURCE)
+
+
+def replace_cluster(spark: SparkSession, config: Config, name: str, rows: DataFrame, commit_note: str) -> None:
+    """The cluster's rows of table `name` replaced by `rows` in one commit: what every group's MERGE would
+    leave when every group of the cluster was folded from its first record, for a fraction of its queries."""
+    table = config.table(name)
+    columns = spark.table(table).columns
+    write_noted(rows.select(*columns), table_location(spark, table), commit_note, cluster_predicate(config.cluster))
+
+
+def _states(folded: DataFrame) -> DataFrame:
+    return folded.select(
         *GROUP,
         F.lit(FOLD_VERSION).alias("fold_version"),
         "last_source_partition",
@@ -86,11 +110,21 @@ def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_
         "commits_from",
         "state_json",
     )
+
+
+def replace_cluster_states(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
+    """The cluster's states replaced by those of `folded` (every group of the cluster)."""
+    replace_cluster(spark, config, HISTORY_STATE, _states(folded).where("state_json IS NOT NULL"), commit_note)
+
+
+def store_states(spark: SparkSession, config: Config, folded: DataFrame, commit_note: str) -> None:
+    """The folded groups' new states in place of their stored ones (a group left with none: deleted)."""
+    states = _states(folded)
     condition = (
         f"target.cluster = {sql_string_literal(config.cluster)}"
         " AND target.cluster = source.cluster AND target.group_id = source.group_id"
     )
-    with noting(spark, commit_note), recording_empty_commits(spark):
+    with noting(spark, commit_note), recording_empty_commits(spark), _source_not_copied(spark):
         (
             DeltaTable.forName(spark, config.table(HISTORY_STATE))
             .alias("target")

@@ -80,11 +80,17 @@ def noted_commits(
 _RECENT_COMMITS = 32
 
 
-def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
-    """The input versions the newest commit of `step` for `cluster` to `table` noted; None when no such
-    commit is in the table's history (never written by the step, or a table from an earlier version)."""
-    found = notes(spark, table, step, cluster, newest=_RECENT_COMMITS) or notes(spark, table, step, cluster)
+def newest_note(spark: SparkSession, table: str, step: str, cluster: str) -> dict | None:
+    """The whole note of the newest commit of `step` for `cluster` to `table`; None when no such commit is
+    in the table's history (never written by the step, or a table from an earlier version)."""
+    found = noted_commits(spark, table, step, cluster, _RECENT_COMMITS) or noted_commits(spark, table, step, cluster)
     return found[0][1] if found else None
+
+
+def covered_versions(spark: SparkSession, table: str, step: str, cluster: str) -> dict[str, int] | None:
+    """The input versions the newest commit of `step` for `cluster` to `table` noted (None: as newest_note)."""
+    found = newest_note(spark, table, step, cluster)
+    return None if found is None else {name: int(value) for name, value in found["covered"].items()}
 
 
 def current_version(spark: SparkSession, table: str) -> int:

@@ -33,7 +33,7 @@ from jobs.tables import (
     materialized,
     table_location,
 )
-from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, covered_versions, current_version, note, write_noted
+from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, current_version, newest_note, note, write_noted
 from schemas import gold, ops
 from transforms.gold import commit_summary, offsets, renamed_topics, topic_names, whatif, whatif_inputs
 from transforms.gold.history_fold import (
@@ -44,7 +44,7 @@ from transforms.gold.history_fold import (
     folded_rows,
     history_log,
 )
-from transforms.history.fold import TABLES
+from transforms.history.fold import FOLD_VERSION, TABLES
 from transforms.history.settings import HistorySettings
 
 _POSITION = ("last_source_partition", "last_source_offset")
@@ -65,7 +65,13 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     history_state.ensure_state_table(spark, config)
     commit_summaries.ensure_summary_table(spark, config)
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
-    commit_note = note(STEP, config.cluster, until)
+    details = {"fold_version": FOLD_VERSION, "topic_ids_version": _topic_ids_version(spark, config)}
+    commit_note = note(STEP, config.cluster, until, **details)
+    noted = None if config.full else _noted(spark, config)
+    if noted is not None and _is_unchanged(noted, until, details):
+        run.counts.update(commit_topic_names_continued=1, groups_folded=0, groups_refolded=0, groups_not_folded=0)
+        run.progress(STEP, "no input changed since the versions every table notes: no group to fold")
+        return
     silver = {name: silver_at(spark, config, name, version) for name, version in until.items()}
     commit_names, continued = commit_topic_names(
         spark, config, STEP, silver["offset_commits"], until["offset_commits"], commit_note
@@ -73,7 +79,7 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     run.counts["commit_topic_names_continued"] = int(continued)
     topic_ids = cluster_rows(spark, config, TOPIC_IDS, ops.topic_ids_schema)
     names = materialized(topic_names.topic_names(silver["consumer_group_records"], commit_names, topic_ids))
-    changes = _changes(spark, config, run, until)
+    changes = _changes(spark, config, run, noted, until)
     summary = commit_summaries.refresh(spark, config, silver, changes, commit_note)
     states = _states_to_continue(spark, config, run, silver, changes, names)
     folded = fold_groups(silver, summary, states, config.gold_settings().history_settings(), collected_names(names))
@@ -94,16 +100,25 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             empty = spark.createDataFrame([], spark.table(config.table(name)).schema)
             write_noted(empty, table_location(spark, config.table(name)), commit_note)
         return
-    for name in TABLES:
-        history_state.replace_from_frontiers(spark, config, name, folded, folded_rows(folded, name), commit_note)
-    _replace_whatif(spark, config, folded, commit_note)
-    history_state.store_states(spark, config, folded, commit_note)
+    if changes is None and not refused:  # every group of the cluster, folded from its first record
+        for name in TABLES:
+            history_state.replace_cluster(spark, config, name, folded_rows(folded, name), commit_note)
+        whatif = whatif_rows(folded_rows(folded, "rebalances"), folded_rows(folded, "generations"))
+        history_state.replace_cluster(spark, config, "rebalance_whatif", whatif, commit_note)
+        history_state.replace_cluster_states(spark, config, folded, commit_note)
+    else:
+        for name in TABLES:
+            history_state.replace_from_frontiers(spark, config, name, folded, folded_rows(folded, name), commit_note)
+        _replace_whatif(spark, config, folded, commit_note)
+        history_state.store_states(spark, config, folded, commit_note)
     run.count_tables(HISTORY_TABLES)
 
 
-def _changes(spark: SparkSession, config: Config, run: JobRun, until: dict) -> dict[str, DataFrame] | None:
+def _changes(
+    spark: SparkSession, config: Config, run: JobRun, noted: dict | None, until: dict
+) -> dict[str, DataFrame] | None:
     """Silver's rows changed since the versions the history tables cover; None: fold every group anew."""
-    covered = None if config.full else _covered(spark, config, until)
+    covered = None if noted is None else _covered(noted, until)
     if covered is None:
         return None
     try:
@@ -180,15 +195,44 @@ def history_from_scratch(
     return tables
 
 
-def _covered(spark: SparkSession, config: Config, until: dict) -> dict[str, int] | None:
-    """The silver versions every history table and the states cover (the oldest note of each input: a
-    run killed part way leaves some a run ahead); None when one has no note or is ahead of silver."""
-    covered: dict[str, int] = {}
+def _topic_ids_version(spark: SparkSession, config: Config) -> int | None:
+    """The optional `topic_ids` table's version (None: no such table): a change to it can rename topics."""
+    table = config.table(TOPIC_IDS)
+    return current_version(spark, table) if spark.catalog.tableExists(table) else None
+
+
+def _noted(spark: SparkSession, config: Config) -> dict[str, dict] | None:
+    """The newest note of each table the step writes; None when one has none."""
+    found = {}
     for name in (*WRITTEN_TABLES, history_state.HISTORY_STATE, commit_summaries.TABLE):
-        noted = covered_versions(spark, config.table(name), STEP, config.cluster)
-        if noted is None or set(noted) != set(SILVER_INPUTS):
+        found[name] = newest_note(spark, config.table(name), STEP, config.cluster)
+        if found[name] is None:
             return None
-        for table, version in noted.items():
+    return found
+
+
+def _versions(table_note: Mapping) -> dict[str, int]:
+    return {name: int(version) for name, version in table_note["covered"].items()}
+
+
+def _is_unchanged(noted: Mapping[str, Mapping], until: Mapping[str, int], details: Mapping) -> bool:
+    """Every table notes the silver versions of now, this fold's version and the topic ids of now: a run
+    would fold no group (a run killed part way leaves some tables a run behind)."""
+    return all(
+        _versions(table_note) == until and all(table_note.get(key) == value for key, value in details.items())
+        for table_note in noted.values()
+    )
+
+
+def _covered(noted: Mapping[str, Mapping], until: Mapping[str, int]) -> dict[str, int] | None:
+    """The silver versions every history table and the states cover (the oldest note of each input: a
+    run killed part way leaves some a run ahead); None when one notes other inputs or is ahead of silver."""
+    covered: dict[str, int] = {}
+    for table_note in noted.values():
+        versions = _versions(table_note)
+        if set(versions) != set(SILVER_INPUTS):
+            return None
+        for table, version in versions.items():
             covered[table] = min(covered.get(table, version), version)
     return None if any(covered[name] > until[name] for name in SILVER_INPUTS) else covered
 

@@ -15,6 +15,7 @@ from jobs.runs import JobRun
 from jobs.steps import history as history_step
 from jobs.steps.decode import SILVER_SCHEMAS
 from jobs.tables import SILVER_INPUTS, cluster_rows, ensure_table
+from jobs.watermarks import current_version
 from tests.history_nights import (
     CLUSTER,
     FORGOTTEN_GROUP,
@@ -60,7 +61,8 @@ def nights(spark, spark_config):
         if night == 3:
             forget(spark, config, FORGOTTEN_GROUP)
         counts = run_history(spark, config)
-        results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config)))
+        versions = {name: current_version(spark, config.table(name)) for name in history_step.WRITTEN_TABLES}
+        results.append((counts, history_tables(spark, config), cooperative_rounds(spark, config), versions))
     return config, results
 
 
@@ -81,7 +83,7 @@ def test_each_night_folds_the_groups_it_touched(nights):
 def test_later_nights_name_topic_ids_from_the_kept_pairs_and_their_own_commits(nights):
     _, results = nights
     assert [counts["commit_topic_names_continued"] for counts, *_ in results] == [0, 1, 1, 1, 1]
-    pairs = [len(tables[TOPIC_NAMES]) for _, tables, _ in results]
+    pairs = [len(tables[TOPIC_NAMES]) for _, tables, *_ in results]
     assert 0 < pairs[0] <= pairs[2] == pairs[3] == pairs[4], pairs
 
 
@@ -93,8 +95,10 @@ def test_a_cooperative_rebalance_whose_rounds_fall_on_two_nights_is_one_rebalanc
 
 
 def test_a_night_with_nothing_new_changes_nothing(nights):
+    """Nor does it commit: every table's note already covers the inputs as they are."""
     _, results = nights
     assert results[4][1] == results[3][1]
+    assert results[4][3] == results[3][3]
 
 
 def test_the_forgotten_group_leaves_no_row(nights):
