@@ -164,11 +164,12 @@ def test_share_and_streams_groups_folded_in_two_at_every_cut_equal_folding_at_on
         assert differing == []
 
 
-def test_a_streams_member_back_after_the_groups_deletion_shows_its_tasks_from_before_it_as_gold_does():
-    """Gold's streams_members reads a member's latest current assignment before an epoch's end in any of
-    the group's incarnations: s1, back with its member id after the group was deleted, shows in the new
-    incarnation's first epoch the task it held before (it has reconciled nothing since), while the
-    generation's own members (ownership by incarnation) say it owns nothing. Gold's bug, matched."""
+def test_a_streams_member_back_after_the_groups_deletion_runs_no_task_of_the_deleted_group():
+    """s1, back with its member id after the group was deleted, has reconciled nothing in the new
+    incarnation's first epoch: its streams_members row shows no task and no member epoch, as the
+    generation's own members (ownership by incarnation) say it owns nothing. The Spark gold the fold
+    replaced showed the task it ran before the deletion (it read a member's latest current assignment in
+    any incarnation): a bug, fixed on purpose."""
     written = records(
         streams_joined(0, 0, "s1", 8081), streams_epoch(1, 0, 1), streams_target(2, 0, "s1", {"0": [0]}),
         streams_target_epoch(3, 0, 1), streams_current(4, 0.5, "s1", 1, {"0": [0]}),
@@ -181,7 +182,8 @@ def test_a_streams_member_back_after_the_groups_deletion_shows_its_tasks_from_be
     tables = fold_at_once(written, [], SETTINGS)
     members = {(m["incarnation"], m["generation"], m["member_id"]): m for m in tables["streams_members"]}
     back = members[(1, 1, "s1")]
-    assert (back["member_epoch"], back["active_tasks"]) == (1, [{"subtopology_id": "0", "partitions": [0]}])
+    assert (back["member_epoch"], back["active_tasks"], back["standby_tasks"]) == (None, [], [])
+    assert members[(0, 1, "s1")]["active_tasks"] == [{"subtopology_id": "0", "partitions": [0]}]
     generation = next(g for g in tables["generations"] if (g["incarnation"], g["generation"]) == (1, 1))
     assert owned(generation) == {"s1": []}
 

@@ -42,11 +42,10 @@ def new_replay() -> dict:
 
 
 def next_incarnation(replay: dict) -> dict:
-    """The replay after the group's deletion. Streams members' last current assignments go on, as gold's
-    streams_members reads them: a member's latest record before an epoch's end, whatever the incarnation
-    (transforms/gold/streams_members.py does not key by it). A member id back after a deletion with no
-    current assignment yet so shows its tasks from before it: gold's bug, kept here until gold is fixed."""
-    return {**new_replay(), "streams": replay["streams"]}
+    """The replay after the group's deletion: nothing of the group before it goes on. (The Spark gold this
+    fold replaced carried streams members' last current assignments across deletions, so a member id back
+    after one showed, before its first current assignment, the tasks it ran in the deleted group.)"""
+    return new_replay()
 
 
 def _tracker(replay: dict, member_id: str) -> dict:
