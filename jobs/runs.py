@@ -16,7 +16,7 @@ import sys
 import time
 import traceback as tracebacks
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -117,10 +117,14 @@ class JobRun:
 
     def count_tables(self, names: Sequence[str]) -> dict[str, int]:
         counts = row_counts(self.spark, self.config, names)
-        for name in names:
-            self.counts[name] = counts[name]
-            self.progress(name, f"{counts[name]:,} rows for cluster {self.config.cluster!r}")
+        self.record_counts(counts)
         return counts
+
+    def record_counts(self, counts: Mapping[str, int]) -> None:
+        """Each table's rows for the cluster, as the step knows them (count_tables: as counted)."""
+        for name, rows in counts.items():
+            self.counts[name] = rows
+            self.progress(name, f"{rows:,} rows for cluster {self.config.cluster!r}")
 
     def __enter__(self) -> JobRun:
         self.progress("started", f"run {self.run_id}")

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from jobs.runs import JobRun
 from jobs.steps import history as history_step
 from jobs.steps.decode import SILVER_SCHEMAS
-from jobs.tables import SILVER_INPUTS, cluster_rows, ensure_table
+from jobs.tables import HISTORY_TABLES, SILVER_INPUTS, cluster_rows, ensure_table
 from jobs.watermarks import current_version
 from tests.history_nights import (
     CLUSTER,
@@ -78,6 +78,16 @@ def test_each_night_folds_the_groups_it_touched(nights):
     assert folded[2] > refolded[2] >= 2
     assert folded[4] == refolded[4] == 0
     assert all(counts["groups_not_folded"] == 0 for counts, *_ in results)
+
+
+def test_each_night_reports_what_its_tables_hold(nights):
+    """Night 1 folds every group and counts what it wrote; a later night counts the tables; the night with
+    nothing new counts nothing (the summary does)."""
+    _, results = nights
+    reported = [{name: counts[name] for name in HISTORY_TABLES if name in counts} for counts, *_ in results]
+    held = [{name: len(tables[name]) for name in HISTORY_TABLES} for _, tables, *_ in results]
+    assert reported[:4] == held[:4] and reported[4] == {}
+    assert held[0]["rebalance_whatif"] > 0
 
 
 def test_later_nights_name_topic_ids_from_the_kept_pairs_and_their_own_commits(nights):
