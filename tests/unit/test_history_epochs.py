@@ -16,7 +16,8 @@ from tests.history_epochs import (
     target,
     target_epoch,
 )
-from tests.history_fold import at, commit, fold_at_once
+from tests.history_fold import at, commit, fold_at_once, fold_in_two, in_order
+from transforms.history.fold import fold
 from transforms.history.settings import HistorySettings
 
 # The lab broker's: a member is fenced 10 s after its last heartbeat, which it sends every second.
@@ -164,3 +165,50 @@ def test_an_epoch_written_again_starts_at_its_last_type_6_and_the_epoch_before_e
     assert owned(generations[1]) == {"k1": [0, 1], "k2": [0, 1]}
     assert owned(generations[2]) == {"k1": [0, 1]}
     assert by_generation(tables["generation_capacity"])[1]["assigned_partition_count"] == 4
+
+
+def fenced_and_back() -> list[dict]:
+    """m1 and m2 share Order; m1 is fenced at 20 s and rejoins under its own member id at 30 s (a KIP-848
+    consumer keeps its id), targeted partition 0 in epoch 4, which closes (m3 joins) before m1's first
+    current assignment since."""
+    return records(
+        joined(0, 0, "m1"), group_epoch(1, 0, 1), target(2, 0, "m1", [0, 1]), target_epoch(3, 0, 1),
+        current(4, 0.5, "m1", 1, [0, 1]),
+        joined(5, 5, "m2"), group_epoch(6, 5, 2), target(7, 5, "m1", [0]), target(8, 5, "m2", [1]),
+        target_epoch(9, 5, 2), current(10, 5.5, "m1", 2, [0]), current(11, 6, "m2", 2, [1]),
+        fenced(12, 20, "m1"), group_epoch(15, 20, 3), target(16, 20, "m2", [0, 1]), target_epoch(17, 20, 3),
+        current(18, 20.5, "m2", 3, [0, 1], state=UNREVOKED),
+        joined(19, 30, "m1"), group_epoch(20, 30, 4), target(21, 30, "m1", [0]), target(22, 30, "m2", [1]),
+        target_epoch(23, 30, 4),
+        joined(24, 31, "m3"), group_epoch(25, 31, 5), target(26, 31, "m3", []), target_epoch(27, 31, 5),
+    )  # fmt: skip
+
+
+def test_a_member_back_under_its_own_id_owns_nothing_until_its_first_current_assignment_since():
+    generations = by_generation(fold_at_once(fenced_and_back(), [], SETTINGS)["generations"])
+    assert owned(generations[2]) == {"m1": [0], "m2": [1]}
+    assert owned(generations[4]) == {"m1": [], "m2": [0, 1]}
+
+
+def test_a_member_back_under_its_own_id_folded_in_two_at_every_cut_equals_folding_at_once():
+    written = fenced_and_back()
+    at_once = in_order(fold_at_once(written, [], SETTINGS))
+    assert [
+        cut for cut in range(len(written) + 1) if in_order(fold_in_two(written, [], cut, SETTINGS)) != at_once
+    ] == []
+
+
+def test_the_state_keeps_no_member_that_left_the_group_and_its_kept_epochs():
+    """Forty members, one after another: each joins, takes Order over, and its predecessor is fenced. The
+    state a night leaves holds the members of the epochs it keeps, not everyone the group ever had."""
+    written = [joined(0, 0, "m0"), group_epoch(1, 0, 1), target(2, 0, "m0", [0]), target_epoch(3, 0, 1)]
+    written.append(current(4, 0.5, "m0", 1, [0]))
+    for n in range(1, 41):
+        offset, seconds = 10 * n, 10.0 * n
+        written += [joined(offset, seconds, f"m{n}"), *fenced(offset + 1, seconds, f"m{n - 1}")]
+        written += [group_epoch(offset + 4, seconds, n + 1), target(offset + 5, seconds, f"m{n}", [0])]
+        written += [target_epoch(offset + 6, seconds, n + 1), current(offset + 7, seconds + 0.5, f"m{n}", n + 1, [0])]
+    _, state = fold(None, records(*written), [], SETTINGS)
+    kept = {m["member_id"] for entry in state.entries for m in entry["members"]} | set(state.replay["members"])
+    remembered = [set(state.replay[name]) for name in ("trackers", "stable", "streams")] + [set(state.own_records)]
+    assert len(kept) <= 3 and all(names <= kept for names in remembered), (kept, remembered)

@@ -134,9 +134,11 @@ def changing(state) -> list[int]:
 
 def trimmed(state, start: int) -> None:
     """Before the fold drops the entries before `start`: the idle run they leave; the reconciliations and
-    epoch bumps of epochs before the earliest kept (epoch numbers grow: no later epoch reads them); and
-    the own record times a later rebalance can read (its leavers are members of the entries kept, and it
-    looks up to its join, after the earliest kept entry's: every time after that, and the last before)."""
+    epoch bumps of epochs before the earliest kept (epoch numbers grow: no later epoch reads them); what the
+    replay remembers of members in neither the group nor a kept entry (a state grows with the group, not
+    with everyone it ever had); and the own record times a later rebalance can read (its leavers are
+    members of the entries kept, and it looks up to its join, after the earliest kept entry's: every time
+    after that, and the last before)."""
     state.idle_run_started_at = _with_idle_since(
         [epoch_rows.gold_entry(entry, {}) for entry in state.entries[:start]], state.idle_run_started_at
     )
@@ -149,10 +151,12 @@ def trimmed(state, start: int) -> None:
             member_id: [pair for pair in pairs if pair[0] >= earliest]
             for member_id, pairs in state.replay["stable"].items()
         }
+    members = {m["member_id"] for entry in kept for m in entry["members"]} | set(state.replay["members"])
+    gone = set(state.replay["trackers"]) | set(state.replay["stable"]) | set(state.replay["streams"])
+    epochs.forget_members(state.replay, gone - members)
     if not kept:
         return
     cut = min(entry["join_completed_at"] or entry["recorded_at"] for entry in kept)
-    members = {m["member_id"] for entry in kept for m in entry["members"]} | set(state.replay["members"])
     pruned = {}
     for member_id, times in state.own_records.items():
         if member_id in members:

@@ -188,6 +188,8 @@ def replay_record(replay: dict, record: Mapping, live: list[dict]) -> None:
     if kind == RECORD_MEMBER_METADATA:
         table = "members"
         value = {**{name: record[name] for name in MEMBER_METADATA_FIELDS}, "streams": record.get("streams")}
+        if not record["is_tombstone"] and key not in replay["members"]:
+            forget_members(replay, {key})  # a member back under its own id (KIP-848) starts owning nothing
     elif kind == RECORD_TARGET_MEMBER:
         table, value = "targets", record["assigned_partitions"]
     elif kind == RECORD_REGULAR_EXPRESSION:
@@ -198,6 +200,14 @@ def replay_record(replay: dict, record: Mapping, live: list[dict]) -> None:
         replay[table].pop(key, None)
     else:
         replay[table][key] = value
+
+
+def forget_members(replay: dict, member_ids: set[str]) -> None:
+    """The replay's memory of members that left: their current assignments, their reconciliations and (streams)
+    their tasks. A member gone from the group and from every entry the state keeps is read no more."""
+    for table in ("trackers", "stable", "streams"):
+        for member_id in member_ids & set(replay[table]):
+            del replay[table][member_id]
 
 
 def is_own_record(record: Mapping) -> bool:
