@@ -1,5 +1,6 @@
 """The history fold's writes: each group's rows replaced from its fold's frontier on, and the state where
-its fold stopped (`history_state`), one MERGE per table.
+its fold stopped (`history_state`), one MERGE per table; or, when every group of the cluster was folded
+from its first record, the cluster's rows replaced in one write per table (`replace_cluster`).
 
 A table's MERGE deletes a folded group's stored rows at and after its frontier and inserts the fold's
 rows, in one commit: a reader sees the group's rows of the night before or of this night, never neither.
