@@ -101,21 +101,26 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
             write_noted(empty, table_location(spark, config.table(name)), commit_note)
         return
     if changes is None and not refused:  # every group of the cluster, folded from its first record
-        for name in TABLES:
-            history_state.replace_cluster(spark, config, name, folded_rows(folded, name), commit_note)
-        whatif = materialized(whatif_rows(folded_rows(folded, "rebalances"), folded_rows(folded, "generations")))
-        history_state.replace_cluster(spark, config, "rebalance_whatif", whatif, commit_note)
-        history_state.replace_cluster_states(spark, config, folded, commit_note)
-        # The tables hold what was written: counted from the held rows, not read back.
-        written = folded.select(*[F.sum(F.size(name)).alias(name) for name in TABLES]).first().asDict()
-        written["rebalance_whatif"] = whatif.count()
-        run.record_counts({name: written[name] or 0 for name in HISTORY_TABLES})
+        _replace_cluster(spark, config, run, folded, commit_note)
         return
     for name in TABLES:
         history_state.replace_from_frontiers(spark, config, name, folded, folded_rows(folded, name), commit_note)
     _replace_whatif(spark, config, folded, commit_note)
     history_state.store_states(spark, config, folded, commit_note)
     run.count_tables(HISTORY_TABLES)
+
+
+def _replace_cluster(spark: SparkSession, config: Config, run: JobRun, folded: DataFrame, commit_note: str) -> None:
+    """Every table's rows of the cluster replaced by the fold's (every group's, from its first record),
+    counted from the held rows rather than read back."""
+    for name in TABLES:
+        history_state.replace_cluster(spark, config, name, folded_rows(folded, name), commit_note)
+    whatif = materialized(whatif_rows(folded_rows(folded, "rebalances"), folded_rows(folded, "generations")))
+    history_state.replace_cluster(spark, config, "rebalance_whatif", whatif, commit_note)
+    history_state.replace_cluster_states(spark, config, folded, commit_note)
+    written = folded.select(*[F.sum(F.size(name)).alias(name) for name in TABLES]).first().asDict()
+    written["rebalance_whatif"] = whatif.count()
+    run.record_counts({name: written[name] or 0 for name in HISTORY_TABLES})
 
 
 def _changes(
