@@ -10,20 +10,20 @@ One module fixture runs everything, in two rounds of runs side by side (the mach
      failures aimed at a have ended, and b run again once it was killed;
 then one process reads both warehouses: tables of b (killed and rerun) equal a's row by row, and the SQL
 views of a's metastore read its tables; then, side by side, `./spark-sql.sh` on a and beeline asking the
-Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read.
+Thrift server on b (tests/s3_shells.py) print a view's rows, which must be those that process read; last,
+a `forget` of one segment file on b.
 
 Warehouse b is the documented setup (issue 71 §1): every job on it (the killed nightly, its rerun, the
-Thrift server) is given conf/s3.toml exactly as shipped, with the store on its endpoint's port and its
-embedded metastore in the checkout's `warehouse-s3-metastore`. Every job after the first re-opens that
-Derby database. A `forget` after them, a third job on it, passed here once (b6f7db7) and is left out of
-the suite: it ran alone after the shells, 247 s of a CI run already near its limit, and re-opens the
-database as the rerun does. a reads the segments from the bucket; b, as shipped, from the checkout.
+Thrift server, the forget) is given conf/s3.toml exactly as shipped, with the store on its endpoint's port
+and its embedded metastore in the checkout's `warehouse-s3-metastore`. Every job after the first re-opens
+that Derby database. a reads the segments from the bucket; b, as shipped, from the checkout.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -63,6 +63,7 @@ KILL_AT_PROGRESS_LINE = 8  # "offset_commits: written": decode has committed one
 FAILURE_BOUND_SECONDS = 240
 COMPARE_TIMEOUT_SECONDS = 900
 DECLARED = '"spark.hadoop.fs.s3a.create.conditional.enabled" = "false"\n'
+FORGOTTEN_SEGMENT = str(SAMPLE / "segments" / "__consumer_offsets-32" / "00000000000000000000.log")
 
 
 @dataclass
@@ -153,6 +154,9 @@ def run_everything(work: Path, credentials: dict, shipped, store: S3Server, lega
     )  # fmt: skip
     (work / "shells").mkdir()
     shells = read_with_the_shells(work / "shells", work / f"{winner}.toml", SHIPPED_CONF, TIMELINE_QUERY, credentials)
+    # The third job on the shipped metastore, once the Thrift server that held it has stopped.
+    forget = Run.start("forget", SHIPPED_CONF, work / "forget.out", credentials, "--source-file", FORGOTTEN_SEGMENT)
+    results["forget"] = finished(forget)
     return {
         "shells": shells,
         "metastores": [work / f"metastore-{winner}", shipped.warehouse_dir],
@@ -253,8 +257,11 @@ def test_a_nightly_killed_and_rerun_on_s3_equals_an_uninterrupted_one(s3):
 def test_the_documented_setup_runs_job_after_job_on_its_shipped_metastore(s3):
     # Derby 10.16 failed to re-open warehouse-s3-metastore/metastore_db when the job's Derby home was the
     # checkout's warehouse/, a prefix of its path: every job after the first died in Derby's boot.
-    rerun = s3["results"]["b_rerun"]
-    assert rerun.code == 0, rerun.output[-3000:]
+    assert s3["results"]["b_rerun"].code == 0, s3["results"]["b_rerun"].output[-3000:]
+    forget = s3["results"]["forget"]
+    assert forget.code == 0, forget.output[-3000:]
+    assert re.search(r"\] forget: [1-9][\d,]* raw record\(s\) deleted", forget.output), forget.output[-3000:]
+    assert "Traceback" not in forget.output
 
 
 def test_the_sql_views_read_the_tables_on_s3(s3):
