@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import commit_summaries, history_state
+from jobs import commit_summaries, history_notes, history_state
 from jobs.assignor_replay import replay_assignors
 from jobs.config import Config, GoldSettings
 from jobs.history_changes import GROUP_RECORD_TABLES, STEP, silver_at, silver_changes
@@ -33,7 +33,7 @@ from jobs.tables import (
     materialized,
     table_location,
 )
-from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, current_version, newest_note, note, write_noted
+from jobs.watermarks import CHANGE_DELETE, ChangesUnavailable, current_version, note, write_noted
 from schemas import gold, ops
 from transforms.gold import commit_summary, offsets, renamed_topics, topic_names, whatif, whatif_inputs
 from transforms.gold.history_fold import (
@@ -65,10 +65,11 @@ def history(spark: SparkSession, config: Config, run: JobRun) -> None:
     history_state.ensure_state_table(spark, config)
     commit_summaries.ensure_summary_table(spark, config)
     until = {name: current_version(spark, config.table(name)) for name in SILVER_INPUTS}
-    details = {"fold_version": FOLD_VERSION, "topic_ids_version": _topic_ids_version(spark, config)}
+    details = {"fold_version": FOLD_VERSION, "topic_ids_version": history_notes.topic_ids_version(spark, config)}
     commit_note = note(STEP, config.cluster, until, **details)
-    noted = None if config.full else _noted(spark, config)
-    if noted is not None and _is_unchanged(noted, until, details):
+    noted_tables = (*WRITTEN_TABLES, history_state.HISTORY_STATE, commit_summaries.TABLE)
+    noted = None if config.full else history_notes.newest_notes(spark, config, noted_tables)
+    if noted is not None and history_notes.is_unchanged(noted, until, details):
         run.counts.update(commit_topic_names_continued=1, groups_folded=0, groups_refolded=0, groups_not_folded=0)
         run.progress(STEP, "no input changed since the versions every table notes: no group to fold")
         return
@@ -127,7 +128,7 @@ def _changes(
     spark: SparkSession, config: Config, run: JobRun, noted: dict | None, until: dict
 ) -> dict[str, DataFrame] | None:
     """Silver's rows changed since the versions the history tables cover; None: fold every group anew."""
-    covered = None if noted is None else _covered(noted, until)
+    covered = None if noted is None else history_notes.covered(noted, until)
     if covered is None:
         return None
     try:
@@ -202,48 +203,6 @@ def history_from_scratch(
     tables = {name: folded_rows(folded, name) for name in TABLES}
     tables["rebalance_whatif"] = whatif_rows(tables["rebalances"], tables["generations"])
     return tables
-
-
-def _topic_ids_version(spark: SparkSession, config: Config) -> int | None:
-    """The optional `topic_ids` table's version (None: no such table): a change to it can rename topics."""
-    table = config.table(TOPIC_IDS)
-    return current_version(spark, table) if spark.catalog.tableExists(table) else None
-
-
-def _noted(spark: SparkSession, config: Config) -> dict[str, dict] | None:
-    """The newest note of each table the step writes; None when one has none."""
-    found = {}
-    for name in (*WRITTEN_TABLES, history_state.HISTORY_STATE, commit_summaries.TABLE):
-        found[name] = newest_note(spark, config.table(name), STEP, config.cluster)
-        if found[name] is None:
-            return None
-    return found
-
-
-def _versions(table_note: Mapping) -> dict[str, int]:
-    return {name: int(version) for name, version in table_note["covered"].items()}
-
-
-def _is_unchanged(noted: Mapping[str, Mapping], until: Mapping[str, int], details: Mapping) -> bool:
-    """Every table notes the silver versions of now, this fold's version and the topic ids of now: a run
-    would fold no group (a run killed part way leaves some tables a run behind)."""
-    return all(
-        _versions(table_note) == until and all(table_note.get(key) == value for key, value in details.items())
-        for table_note in noted.values()
-    )
-
-
-def _covered(noted: Mapping[str, Mapping], until: Mapping[str, int]) -> dict[str, int] | None:
-    """The silver versions every history table and the states cover (the oldest note of each input: a
-    run killed part way leaves some a run ahead); None when one notes other inputs or is ahead of silver."""
-    covered: dict[str, int] = {}
-    for table_note in noted.values():
-        versions = _versions(table_note)
-        if set(versions) != set(SILVER_INPUTS):
-            return None
-        for table, version in versions.items():
-            covered[table] = min(covered.get(table, version), version)
-    return None if any(covered[name] > until[name] for name in SILVER_INPUTS) else covered
 
 
 def _landed_below_states(changes: dict[str, DataFrame], stored: DataFrame) -> DataFrame:
